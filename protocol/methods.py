@@ -1,0 +1,45 @@
+"""The registry of RPC methods: name → params type, result type, one-line summary.
+
+Both the daemon (to validate params before dispatch) and `vigil protocol schema` (to export
+JSON Schema for plugin authors) read this one table, so the two cannot drift apart.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from . import daemon_api
+
+
+@dataclass(frozen=True, slots=True)
+class Method:
+    name: str
+    params: Any
+    result: Any
+    summary: str
+
+
+_REGISTRY: dict[str, Method] = {}
+
+
+def register(name: str, params: Any, result: Any, summary: str) -> Method:
+    if name in _REGISTRY:
+        raise ValueError(f"method {name!r} registered twice")
+    method = _REGISTRY[name] = Method(name, params, result, summary)
+    return method
+
+
+def lookup(name: str) -> Method | None:
+    return _REGISTRY.get(name)
+
+
+def all_methods() -> list[Method]:
+    return sorted(_REGISTRY.values(), key=lambda m: m.name)
+
+
+register("hello", daemon_api.HelloParams, daemon_api.HelloResult,
+         "Handshake: must be the first frame; negotiates protocol and encoding.")
+register("ping", daemon_api.PingParams, daemon_api.PingResult, "Liveness check.")
+register("status", daemon_api.StatusParams, daemon_api.StatusResult,
+         "Daemon version, pid, epoch, socket, state dir, uptime and load.")

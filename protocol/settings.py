@@ -1,0 +1,155 @@
+"""Every limit and timeout of vigil, in one place, with the spec's default and its range.
+
+Read by the daemon at start from `$VIGIL_CONFIG` or `$XDG_CONFIG_HOME/vigil/config.toml`
+(TOML, unknown keys rejected so a typo fails loudly). The origin of each default is written
+next to it: "spec" is ../shared/seeds/000 (execution history), "DESIGN" is DESIGN.md.
+This module is stdlib + msgspec only so that the guardian and the client can read it too.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from pathlib import Path
+from typing import Annotated
+
+import msgspec
+from msgspec import Meta
+
+KiB = 1024
+MiB = 1024 * KiB
+
+Seconds = Annotated[float, Meta(ge=0)]
+
+
+def _r(lo, hi, doc: str):
+    """An int setting bounded to [lo, hi]."""
+    return Annotated[int, Meta(ge=lo, le=hi, description=doc)]
+
+
+def _f(lo, hi, doc: str):
+    """A float setting bounded to [lo, hi]."""
+    return Annotated[float, Meta(ge=lo, le=hi, description=doc)]
+
+
+class Settings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True, frozen=True):
+    """All tunables. Field docs state the unit; the defaults are the spec's."""
+
+    # --- wire -------------------------------------------------------------------------------
+    max_frame_bytes: _r(4 * KiB, 256 * MiB, "largest frame body accepted (DESIGN: 16 MiB)") = 16 * MiB
+    client_start_timeout_seconds: _f(0.1, 60, "how long a CLI waits for an autostarted daemon") = 10.0
+    client_send_buffer_frames: _r(1, 65536, "frames queued to one slow client before it is dropped") = 1024
+    shutdown_grace_seconds: _f(0, 60, "how long SIGTERM waits for requests in flight") = 2.0
+
+    # --- guardian ---------------------------------------------------------------------------
+    guardian_ring_bytes: _r(64 * KiB, 1024 * MiB, "guardian output ring (DESIGN: 4 MiB)") = 4 * MiB
+    guardian_start_timeout_seconds: _f(0.1, 60, "time for a new guardian to say hello") = 10.0
+    terminal_rows: _r(2, 1000, "default PTY rows") = 50
+    terminal_cols: _r(2, 1000, "default PTY columns") = 200
+    terminal_type: str = "xterm-256color"
+
+    # --- store and retention (spec: "Retention and recovery") -------------------------------
+    retention_records_per_scope: _r(1, 1_000_000, "records kept per scoped session (spec: 128)") = 128
+    retention_output_bytes: _r(4 * KiB, 1024 * MiB, "output kept per execution (spec: 1 MiB)") = 1 * MiB
+    retention_screen_bytes: _r(1 * KiB, 16 * MiB, "screen text kept per execution (spec: 64 KiB)") = 64 * KiB
+    retention_scope_bytes: _r(64 * KiB, 64 * 1024 * MiB, "output+screen per session (spec: 16 MiB)") = 16 * MiB
+    retention_terminal_seconds: _f(1, 365 * 86400, "exited/unknown kept from outcome (spec: 24 h)") = 24 * 3600.0
+    store_initial_map_bytes: _r(1 * MiB, 1 << 40, "initial LMDB map size; grows on MapFullError") = 256 * MiB
+    store_max_map_bytes: _r(1 * MiB, 1 << 44, "LMDB map size it will not grow beyond") = 64 * 1024 * MiB
+    ingest_batch_seconds: _f(0, 1, "longest an ingested chunk waits to be committed (DESIGN: 10 ms)") = 0.010
+    ingest_batch_bytes: _r(4 * KiB, 64 * MiB, "commit early once this much output is pending") = 1 * MiB
+    output_chunk_bytes: _r(4 * KiB, 4 * MiB, "output is stored in chunks of about this size") = 64 * KiB
+    change_log_entries: _r(1024, 10_000_000, "catalog change entries kept for wait cursors") = 100_000
+
+    # --- reads (spec: "Read bounded output pages") ------------------------------------------
+    read_page_bytes_default: _r(4, 65536, "read page size default (spec: 16 KiB)") = 16 * KiB
+    read_page_bytes_max: _r(4, 65536, "read page size maximum (spec: 64 KiB)") = 64 * KiB
+    list_limit_default: _r(1, 10000, "records per list call by default") = 20
+    list_limit_max: _r(1, 100000, "largest list limit accepted") = 1000
+
+    # --- observe and wait (spec: "Observe several executions", "Wait for changes") -----------
+    observe_items_max: _r(1, 1024, "items per observe (spec: 32)") = 32
+    observe_page_bytes_default: _r(4, 65536, "observe page default (spec: 2,048)") = 2048
+    observe_page_bytes_min: _r(1, 65536, "observe page minimum (spec: 4)") = 4
+    observe_page_bytes_max: _r(4, 65536, "observe page maximum (spec: 65,536)") = 65536
+    observe_total_bytes_max: _r(4, 1 << 20, "sum of observe pages (spec: 65,536)") = 65536
+    observe_deadline_default: _f(0, 30, "observe deadline default (spec: 5 s)") = 5.0
+    observe_deadline_max: _f(0, 300, "observe deadline maximum (spec: 30 s)") = 30.0
+    zero_deadline_budget_seconds: _f(0.001, 5, "budget granted to a zero deadline (spec: 250 ms)") = 0.25
+    wait_ids_max: _r(1, 1024, "execution ids per wait (spec: 32)") = 32
+    wait_timeout_max: _f(0, 300, "wait timeout maximum (spec: 30 s)") = 30.0
+    wait_timeout_default: _f(0, 300, "wait timeout when omitted (spec: 5 s locally)") = 5.0
+
+    # --- screen (DESIGN: Output path and the screen) ----------------------------------------
+    screen_cpu_budget: _f(0.01, 1, "share of one core the screen keeper may use") = 0.25
+    screen_quiet_exact_seconds: _f(0.01, 10, "after this much quiet the screen is exact") = 0.2
+    screen_snapshot_bytes: _r(1 * KiB, 16 * MiB, "largest persisted screen snapshot (spec: 64 KiB)") = 64 * KiB
+
+    # --- recognizers ------------------------------------------------------------------------
+    idle_debounce_confirmations: _r(1, 100, "observations before working→idle is reported") = 3
+    idle_debounce_interval_seconds: _f(0, 10, "spacing of those observations") = 0.1
+
+    # --- prompts and receipts (spec: "Submit a native prompt once") -------------------------
+    prompt_text_max_bytes: _r(1, 1 << 20, "prompt text limit (spec: 16 KiB)") = 16 * KiB
+    prompt_wait_max_seconds: _f(0, 300, "inline prompt wait limit (spec: 30 s)") = 30.0
+    receipts_per_generation: _r(1, 100000, "receipts per generation (spec: 64)") = 64
+    prompt_enter_settle_seconds: _f(0, 5, "pause between text and Enter (Ink drops glued Enter)") = 0.15
+
+    # --- persistent shell (BashCommand) -----------------------------------------------------
+    bash_wait_default_seconds: _f(0, 300, "wait_for_seconds when omitted") = 5.0
+    bash_wait_max_seconds: _f(0, 3600, "largest wait_for_seconds accepted") = 300.0
+    canonical_line_max_bytes: _r(64, 65536, "kernel canonical-mode line limit (4,095 chars)") = 4095
+
+    # --- conversation recovery --------------------------------------------------------------
+    recovery_record_max_bytes: _r(256, 1 << 20, "recovery advice record (spec: 16 KiB)") = 16 * KiB
+
+    # --- herdr (spec: "Operator configuration") ---------------------------------------------
+    herdr_config_max_bytes: _r(1, 16 * MiB, "Herdr config file limit (spec: 256 KiB)") = 256 * KiB
+    herdr_deadline_ms_default: _r(1, 30000, "Herdr deadline default (spec: 5000)") = 5000
+    herdr_stdout_max_bytes: _r(1, 16 * MiB, "Herdr stdout cap (spec: 64 KiB)") = 64 * KiB
+    herdr_stderr_max_bytes: _r(1, 16 * MiB, "Herdr stderr cap (spec: 16 KiB)") = 16 * KiB
+    herdr_list_targets_max: _r(1, 1024, "Herdr listed targets (spec: 32)") = 32
+    herdr_list_bytes_max: _r(1, 16 * MiB, "Herdr listing size (spec: 64 KiB)") = 64 * KiB
+    herdr_read_lines_default: _r(1, 100000, "Herdr read lines default (spec: 100)") = 100
+    herdr_read_lines_max: _r(1, 100000, "Herdr read lines maximum (spec: 1000)") = 1000
+
+    # --- transcripts (seeds/003) ------------------------------------------------------------
+    subscriber_buffer_events: _r(1, 1 << 20, "per-subscriber event buffer (seeds/003: 256)") = 256
+
+
+def config_path() -> Path:
+    explicit = os.environ.get("VIGIL_CONFIG")
+    if explicit:
+        return Path(explicit)
+    base = os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
+    return Path(base) / "vigil" / "config.toml"
+
+
+class SettingsError(ValueError):
+    """The configuration file is unreadable or invalid; the message names file and key."""
+
+
+def load_settings(path: Path | None = None) -> Settings:
+    """Settings from the config file, or the defaults when there is none.
+
+    Raises:
+        SettingsError: the file exists but is not valid TOML or has a bad key or value.
+    """
+    path = path or config_path()
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        return Settings()
+    except OSError as exc:
+        raise SettingsError(f"{path}: cannot read: {exc.strerror}") from None
+    try:
+        data = tomllib.loads(raw.decode("utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise SettingsError(f"{path}: {exc}") from None
+    try:
+        return msgspec.convert(data, Settings)
+    except msgspec.ValidationError as exc:
+        raise SettingsError(f"{path}: {exc}") from None
+
+
+DEFAULTS = Settings()
