@@ -16,7 +16,6 @@ stays READY: the byte stream is still in sync, only that request was bad.
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass
 from typing import Any
 
 import msgspec
@@ -45,29 +44,25 @@ class State(enum.Enum):
 # --- events a ServerConnection produces ----------------------------------------------------
 
 
-@dataclass(slots=True)
-class HelloReceived:
+class HelloReceived(msgspec.Struct):
     id: int | str | None
     hello: HelloParams
 
 
-@dataclass(slots=True)
-class RequestReceived:
+class RequestReceived(msgspec.Struct):
     id: int | str | None
     method: str
     params: msgspec.Raw | None
 
 
-@dataclass(slots=True)
-class BadRequest:
+class BadRequest(msgspec.Struct):
     """A request that could not be understood; answer it and keep the connection."""
 
     id: int | str | None
     error: ErrorBody
 
 
-@dataclass(slots=True)
-class ConnectionFailed:
+class ConnectionFailed(msgspec.Struct):
     """The stream can't be trusted any more: send `reply` (if any) and close."""
 
     error: ErrorBody
@@ -209,8 +204,7 @@ def _empty(encoding: Encoding) -> bytes:
 # --- the client side -------------------------------------------------------------------------
 
 
-@dataclass(slots=True)
-class Reply:
+class Reply(msgspec.Struct):
     """The answer to request `id`: exactly one of `result` / `error` is meaningful."""
 
     id: int | str | None
@@ -218,8 +212,7 @@ class Reply:
     error: ErrorBody | None
 
 
-@dataclass(slots=True)
-class Event:
+class Event(msgspec.Struct):
     params: Any
 
 

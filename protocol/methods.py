@@ -6,14 +6,14 @@ JSON Schema for plugin authors) read this one table, so the two cannot drift apa
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+
+import msgspec
 from typing import Any
 
 from . import daemon_api
 
 
-@dataclass(frozen=True, slots=True)
-class Method:
+class Method(msgspec.Struct, frozen=True):
     name: str
     params: Any
     result: Any

@@ -7,52 +7,49 @@ why it lives in the protocol package. Every path can be overridden by the enviro
 |---|---|---|
 | socket | `$XDG_RUNTIME_DIR/vigil/vigil.sock`, else `/tmp/vigil-$UID/vigil.sock` | `VIGIL_SOCKET` |
 | state (LMDB) | `$XDG_STATE_HOME/vigil`, else `~/.local/state/vigil` | `VIGIL_STATE_DIR` |
+
+Paths are plain strings: this module sits on the CLI's start-up path, where importing
+`pathlib` alone costs several milliseconds.
 """
 
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
 #: sockaddr_un.sun_path is 108 bytes including the terminating NUL.
 SOCKET_PATH_MAX = 107
 
 
-def runtime_dir() -> Path:
+def runtime_dir() -> str:
     explicit = os.environ.get("VIGIL_SOCKET")
     if explicit:
-        return Path(explicit).parent
+        return os.path.dirname(os.path.abspath(explicit))
     xdg = os.environ.get("XDG_RUNTIME_DIR")
     if xdg and os.path.isdir(xdg):
-        return Path(xdg) / "vigil"
-    return Path(f"/tmp/vigil-{os.getuid()}")
+        return os.path.join(xdg, "vigil")
+    return f"/tmp/vigil-{os.getuid()}"
 
 
-def socket_path() -> Path:
+def socket_path() -> str:
     explicit = os.environ.get("VIGIL_SOCKET")
     if explicit:
-        return Path(explicit)
-    return runtime_dir() / "vigil.sock"
+        return os.path.abspath(explicit)
+    return os.path.join(runtime_dir(), "vigil.sock")
 
 
-def lock_path() -> Path:
-    sock = socket_path()
-    return sock.with_name(sock.name + ".lock")
-
-
-def state_dir() -> Path:
+def state_dir() -> str:
     explicit = os.environ.get("VIGIL_STATE_DIR")
     if explicit:
-        return Path(explicit)
+        return os.path.abspath(explicit)
     xdg = os.environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")
-    return Path(xdg) / "vigil"
+    return os.path.join(xdg, "vigil")
 
 
-def guardian_dir() -> Path:
+def guardian_dir() -> str:
     """Guardian sockets and exit records: under the runtime dir, which outlives the service."""
-    return runtime_dir() / "guardians"
+    return os.path.join(runtime_dir(), "guardians")
 
 
-def daemon_log_path() -> Path:
+def daemon_log_path() -> str:
     """Where an autostarted daemon's stderr goes (a systemd-started one logs to the journal)."""
-    return state_dir() / "vigild.log"
+    return os.path.join(state_dir(), "vigild.log")

@@ -44,6 +44,23 @@ class Settings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True, frozen=
     # --- guardian ---------------------------------------------------------------------------
     guardian_ring_bytes: _r(64 * KiB, 1024 * MiB, "guardian output ring (DESIGN: 4 MiB)") = 4 * MiB
     guardian_start_timeout_seconds: _f(0.1, 60, "time for a new guardian to say hello") = 10.0
+    guardian_output_frame_bytes: _r(
+        4 * KiB, 4 * MiB, "largest Output chunk a guardian sends (16 PTY reads of ~4 KiB, DESIGN)"
+    ) = 64 * KiB
+    guardian_send_buffer_bytes: _r(
+        16 * KiB, 64 * MiB, "guardian stops pulling from its ring past this much unsent (ours: 256 KiB)"
+    ) = 256 * KiB
+    guardian_input_buffer_bytes: _r(
+        4 * KiB, 64 * MiB, "input queued for a child that is not reading; more is refused (ours: 1 MiB)"
+    ) = 1 * MiB
+    guardian_drain_grace_seconds: _f(
+        0, 60, "after the child exits, wait this long for EIO before a leftover process holding "
+        "the PTY is ignored (ours: 2 s)"
+    ) = 2.0
+    guardian_exit_linger_seconds: _f(
+        0, 3600, "an exited guardian waits this long for a (restarting) daemon to connect "
+        "before it leaves only its records (ours: 10 s)"
+    ) = 10.0
     terminal_rows: _r(2, 1000, "default PTY rows") = 50
     terminal_cols: _r(2, 1000, "default PTY columns") = 200
     terminal_type: str = "xterm-256color"
@@ -60,6 +77,8 @@ class Settings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True, frozen=
     ingest_batch_bytes: _r(4 * KiB, 64 * MiB, "commit early once this much output is pending") = 1 * MiB
     output_chunk_bytes: _r(4 * KiB, 4 * MiB, "output is stored in chunks of about this size") = 64 * KiB
     change_log_entries: _r(1024, 10_000_000, "catalog change entries kept for wait cursors") = 100_000
+    store_gaps_kept: _r(1, 65536, "guardian gaps listed per record; older ones are only counted (vigil)") = 64
+    changes_page_entries: _r(1, 1_000_000, "change entries returned by one changes_since call (vigil)") = 1000
 
     # --- reads (spec: "Read bounded output pages") ------------------------------------------
     read_page_bytes_default: _r(4, 65536, "read page size default (spec: 16 KiB)") = 16 * KiB
@@ -84,6 +103,14 @@ class Settings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True, frozen=
     screen_cpu_budget: _f(0.01, 1, "share of one core the screen keeper may use") = 0.25
     screen_quiet_exact_seconds: _f(0.01, 10, "after this much quiet the screen is exact") = 0.2
     screen_snapshot_bytes: _r(1 * KiB, 16 * MiB, "largest persisted screen snapshot (spec: 64 KiB)") = 64 * KiB
+    # The figures below come from DESIGN.md's measurements: pyte parses 0.27-0.87 MiB/s, so
+    # 100 ms of CPU is ~64 KiB of output; a full 200x50 repaint with colours is ~20-40 KiB.
+    screen_slice_seconds: _f(0.001, 0.1, "longest one screen parse slice holds the trio thread (5 ms)") = 0.005
+    screen_backlog_seconds: _f(0.01, 10, "CPU time of unparsed output before the screen fast-forwards") = 0.1
+    screen_pending_bytes: _r(64 * KiB, 256 * MiB, "raw output held for the screen; older bytes are skipped") = 4 * MiB
+    screen_replay_bytes: _r(0, 64 * MiB, "raw tail kept to re-render exactly after quiet (~0.5 s of pyte)") = 256 * KiB
+    screen_escape_max_bytes: _r(256, 16 * MiB, "longest OSC/DCS string kept whole; longer ones are dropped") = 64 * KiB
+    screen_reply_bytes: _r(64, 1 * MiB, "terminal query answers buffered for the child (older dropped)") = 4 * KiB
 
     # --- recognizers ------------------------------------------------------------------------
     idle_debounce_confirmations: _r(1, 100, "observations before working→idle is reported") = 3
@@ -106,6 +133,11 @@ class Settings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True, frozen=
     # --- herdr (spec: "Operator configuration") ---------------------------------------------
     herdr_config_max_bytes: _r(1, 16 * MiB, "Herdr config file limit (spec: 256 KiB)") = 256 * KiB
     herdr_deadline_ms_default: _r(1, 30000, "Herdr deadline default (spec: 5000)") = 5000
+    herdr_deadline_ms_max: _r(1, 30000, "largest deadline_ms a Herdr config may set (spec: 30000)") = 30000
+    herdr_kill_grace_ms: _r(0, 5000, "Herdr CLI: SIGTERM→SIGKILL grace at the deadline (a CLI client "
+                             "needs no cleanup; bounds how far an operation overruns: 200)") = 200
+    herdr_wait_margin_ms: _r(0, 5000, "Herdr wait: time left for the CLI to report its own --timeout "
+                              "before the operation deadline kills it (vigil: 250)") = 250
     herdr_stdout_max_bytes: _r(1, 16 * MiB, "Herdr stdout cap (spec: 64 KiB)") = 64 * KiB
     herdr_stderr_max_bytes: _r(1, 16 * MiB, "Herdr stderr cap (spec: 16 KiB)") = 16 * KiB
     herdr_list_targets_max: _r(1, 1024, "Herdr listed targets (spec: 32)") = 32

@@ -1,0 +1,27 @@
+# vigil — the two commands of the quick start, and a few more.
+#   make run   set up a venv, install vigil, start the daemon and run a first command
+#   make test  set up a venv with the test extra and run the whole suite
+PYTHON ?= python3
+VENV   ?= .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+
+.PHONY: run test bench clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[test]'
+	touch $(STAMP)
+
+run: $(STAMP)
+	$(BIN)/vigil status
+
+test: $(STAMP)
+	$(BIN)/python -m pytest -q
+
+bench: $(STAMP)
+	$(BIN)/python -m tests.bench.bench_rpc
+
+clean:
+	rm -rf $(VENV) build *.egg-info

@@ -1,0 +1,118 @@
+"""`vigild`: take the daemon's place, then serve until SIGTERM/SIGINT.
+
+Start-up order matters: settings are read and the runtime dir, lock and socket are claimed
+before anything else, so a second daemon (or one started with a bad config) exits at once
+with one clear line instead of half-starting. Readiness is announced last — to systemd with
+`READY=1`, to an autostarting CLI through `--ready-fd` — once the socket is accepting.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import signal
+import sys
+from pathlib import Path
+
+import trio
+
+from vigil.protocol import paths
+from vigil.protocol.settings import SettingsError, load_settings
+from vigil.protocol.version import VERSION
+
+from . import logs, rendezvous, systemd
+from .dispatch import Dispatcher
+from .methods import daemon_info
+from .server import Server
+from .state import DaemonState
+
+log = logging.getLogger("vigild")
+
+#: Written to --ready-fd: the first line an autostarting client reads.
+READY = b"READY\n"
+EXISTS = b"EXISTS\n"
+
+
+def _signal_ready(fd: int | None, message: bytes) -> None:
+    if fd is None:
+        return
+    try:
+        os.write(fd, message)
+    except OSError:
+        pass  # the starter gave up waiting; nothing to tell
+    finally:
+        os.close(fd)
+
+
+async def serve(state: DaemonState, claim: rendezvous.Claim, ready_fd: int | None) -> None:
+    dispatcher = Dispatcher()
+    daemon_info.install(dispatcher, state)
+    server = Server(state, dispatcher)
+    with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+        async with trio.open_nursery() as nursery:
+            await nursery.start(server.serve, claim.listener)
+            systemd.notify("READY=1")
+            _signal_ready(ready_fd, READY)
+            log.info("vigild %s listening on %s (pid %d)", VERSION, state.socket_path, os.getpid())
+            async for signum in signals:
+                log.info("received %s, shutting down", signal.Signals(signum).name)
+                systemd.notify("STOPPING=1")
+                break
+            nursery.cancel_scope.cancel()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="vigild", description="the vigil daemon")
+    parser.add_argument("--ready-fd", type=int, default=None,
+                        help="write READY or EXISTS to this fd once the socket accepts")
+    parser.add_argument("--version", action="version", version=f"vigild {VERSION}")
+    args = parser.parse_args(argv)
+    logs.setup()
+    ready_fd = args.ready_fd
+    if ready_fd is not None:
+        os.set_inheritable(ready_fd, False)
+    try:
+        settings = load_settings()
+    except SettingsError as exc:
+        log.error("bad configuration: %s", exc)
+        _signal_ready(ready_fd, b"ERROR " + str(exc).encode() + b"\n")
+        return 2
+    activated = systemd.take_listen_fds()
+    if activated:
+        socket_path = Path(activated[0].getsockname())
+        for extra in activated[1:]:
+            extra.close()
+    else:
+        socket_path = Path(paths.socket_path())
+    lock_path = socket_path.with_name(socket_path.name + ".lock")
+    try:
+        claim = rendezvous.claim(socket_path, lock_path, activated[0] if activated else None)
+    except rendezvous.AlreadyRunning as exc:
+        log.info("%s", exc)
+        _signal_ready(ready_fd, EXISTS)
+        return 0 if ready_fd is not None else 1
+    except rendezvous.RendezvousError as exc:
+        log.error("%s", exc)
+        _signal_ready(ready_fd, b"ERROR " + str(exc).encode() + b"\n")
+        return 1
+    state_dir = Path(paths.state_dir())
+    try:
+        rendezvous.ensure_private_dir(state_dir)
+    except rendezvous.RendezvousError as exc:
+        log.error("%s", exc)
+        claim.release()
+        _signal_ready(ready_fd, b"ERROR " + str(exc).encode() + b"\n")
+        return 1
+    state = DaemonState(settings=settings, socket_path=socket_path, state_dir=state_dir,
+                        socket_activated=bool(activated))
+    try:
+        trio.run(serve, state, claim, ready_fd)
+    finally:
+        claim.release()
+    log.info("vigild stopped")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

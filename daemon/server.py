@@ -1,0 +1,148 @@
+"""The RPC server: accepts connections on the private socket and drives one
+`ServerConnection` per client through the dispatch seam.
+
+Per connection, one reader task parses frames; inline (quick) methods are answered in that
+task in order, others run in the connection's own nursery so a long `wait` never holds up a
+`ping` behind it. Everything a connection does is contained in its nursery: a client that
+stops reading blocks only its own sends, and an exception in one connection is logged and
+ends only that connection.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import os
+import socket
+import struct
+
+import trio
+
+from vigil.protocol.connection import (
+    BadRequest,
+    ConnectionFailed,
+    HelloReceived,
+    RequestReceived,
+    ServerConnection,
+)
+from vigil.protocol.daemon_api import HelloResult
+from vigil.protocol.version import VERSION
+
+from .dispatch import CallContext, Dispatcher, Peer
+from .state import DaemonState
+
+log = logging.getLogger("vigild.server")
+
+_PEERCRED = struct.Struct("3i")
+RECEIVE_BYTES = 65536
+
+
+def peer_credentials(sock: trio.socket.SocketType) -> Peer | None:
+    try:
+        raw = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, _PEERCRED.size)
+    except OSError:
+        return None
+    pid, uid, gid = _PEERCRED.unpack(raw)
+    return Peer(pid=pid, uid=uid, gid=gid, connection_id=0)
+
+
+class Server:
+    def __init__(self, state: DaemonState, dispatcher: Dispatcher):
+        self.state = state
+        self.dispatcher = dispatcher
+        self._ids = itertools.count(1)
+
+    async def serve(self, listener: socket.socket, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
+        trio_listener = trio.SocketListener(trio.socket.from_stdlib_socket(listener))
+        async with trio.open_nursery() as nursery:
+            task_status.started()
+            while True:
+                try:
+                    stream = await trio_listener.accept()
+                except OSError as exc:
+                    # EMFILE and friends: log and keep serving the connections we have.
+                    log.warning("accept failed: %s", exc)
+                    await trio.sleep(0.05)  # back off; the limit will not clear in a tight loop
+                    continue
+                nursery.start_soon(self._connection, stream)
+
+    async def _connection(self, stream: trio.SocketStream) -> None:
+        peer = peer_credentials(stream.socket)
+        if peer is None or peer.uid != os.getuid():
+            # Refused before a byte is read: nothing from another user reaches the parser.
+            log.warning("refused connection from uid %s (pid %s)",
+                        getattr(peer, "uid", "?"), getattr(peer, "pid", "?"))
+            await stream.aclose()
+            return
+        peer.connection_id = next(self._ids)
+        self.state.connections += 1
+        try:
+            await self._serve_connection(stream, peer)
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            pass
+        except Exception:
+            log.exception("connection %d failed", peer.connection_id)
+        finally:
+            self.state.connections -= 1
+            with trio.CancelScope(shield=True):
+                await stream.aclose()
+
+    async def _serve_connection(self, stream: trio.SocketStream, peer: Peer) -> None:
+        settings = self.state.settings
+        conn = ServerConnection(settings.max_frame_bytes)
+        send_lock = trio.Lock()
+
+        async def send(frame: bytes) -> None:
+            async with send_lock:
+                await stream.send_all(frame)
+
+        async def run_call(ctx: CallContext, route, params) -> None:
+            frame = await self.dispatcher.dispatch(conn, ctx, route, params)
+            try:
+                await send(frame)
+            except (trio.BrokenResourceError, trio.ClosedResourceError):
+                pass
+
+        async with trio.open_nursery() as nursery:
+            while True:
+                data = await stream.receive_some(RECEIVE_BYTES)
+                if not data:
+                    failure = conn.receive_eof()
+                    if failure is not None:
+                        log.info("connection %d: %s", peer.connection_id, failure.error.message)
+                    break
+                conn.receive_data(data)
+                closing = False
+                while (event := conn.next_event()) is not None:
+                    if isinstance(event, RequestReceived):
+                        route = self.dispatcher.get(event.method)
+                        ctx = CallContext(peer, event.method, event.id, conn)
+                        if route is None or route.inline:
+                            await send(await self.dispatcher.dispatch(conn, ctx, route, event.params))
+                        else:
+                            nursery.start_soon(run_call, ctx, route, event.params)
+                    elif isinstance(event, HelloReceived):
+                        await send(conn.accept_hello(event.id, self.hello_result(conn.protocol)))
+                    elif isinstance(event, BadRequest):
+                        await send(conn.send_error(event.id, event.error.code, event.error.message,
+                                                   event.error.data))
+                    elif isinstance(event, ConnectionFailed):
+                        log.info("connection %d closed: %s: %s", peer.connection_id,
+                                 event.error.code, event.error.message)
+                        if event.reply:
+                            await send(event.reply)
+                        closing = True
+                        break
+                if closing:
+                    break
+            nursery.cancel_scope.cancel()
+
+    def hello_result(self, protocol: int) -> HelloResult:
+        return HelloResult(
+            protocol=protocol,
+            daemon_version=VERSION,
+            daemon_epoch=self.state.epoch,
+            capabilities=sorted(self.state.capabilities),
+            max_frame_bytes=self.state.settings.max_frame_bytes,
+        )
+
