@@ -1,0 +1,224 @@
+"""Bounded pages of retained output and of the screen (spec: "Read bounded output pages").
+
+Output pages
+------------
+`read_output_page` returns at most `page_bytes` bytes (default Settings.read_page_bytes_default,
+16 KiB; at most read_page_bytes_max, 64 KiB; at least 4, so any one character fits) decoded
+as UTF-8 with replacement, from the cursor's offset (offset 0 without a cursor). All of it
+happens in ONE read transaction.
+
+- UTF-8 boundaries: a page never ends inside a character (`utf8.safe_cut`): the bytes of a
+  character cut by the page limit go to the next page. An incomplete sequence at the very
+  end of the output is held back while more bytes may still come (running or
+  output_pending), and decoded (as U+FFFD) once it is final: at a hole in the retained
+  output or at the end of a finished execution. Concatenating the pages of a stream
+  without gaps therefore gives exactly `bytes.decode('utf-8', 'replace')` of the stream,
+  and a page always makes progress except when it is waiting for the rest of a character.
+- Gaps: when the requested offset is no longer retained (pruned by retention, or lost in the
+  guardian's ring), the page starts at the next retained byte and reports
+  `gap = {bytes_skipped, from_offset, to_offset}` with bytes_skipped = to - from exactly;
+  a page stops at a hole, so the next page reports that hole as its gap.
+- `has_more` is true exactly when `end_offset < output_total_bytes` (more is already
+  produced), or the execution is `running`, or `output_pending` is true (a capture is
+  still owed): i.e. while reading again later may return more. A terminal execution read
+  to its end has `has_more == False`.
+- `next_cursor` is always returned (continue from `end_offset`); it is bound to the store,
+  scope, execution, source 'output' and the record's generation.
+
+Screen pages
+------------
+`read_screen_page` pages the UTF-8 text of the persisted screen snapshot the same way; the
+cursor carries the snapshot number, and a cursor of an older snapshot gets
+`resync_required = True` with the first page of the current snapshot.
+"""
+
+from __future__ import annotations
+
+import msgspec
+
+from . import cursor as cursors
+from .errors import ExecutionNotFound, InvalidArgument
+from .output import read_stored
+from .records import ExecutionRecord, id_bytes, parse_execution_id, scope_hash
+from .store import CatalogView, Store
+from .utf8 import safe_cut
+
+#: Smallest page: the longest UTF-8 character must fit (spec: observe accepts 4..65,536).
+MIN_PAGE_BYTES = 4
+
+
+class Gap(msgspec.Struct, kw_only=True, frozen=True):
+    """Bytes between the requested offset and the first retained one (never returned)."""
+
+    bytes_skipped: int
+    from_offset: int
+    to_offset: int
+
+
+class OutputPage(msgspec.Struct, kw_only=True, frozen=True):
+    """One page of retained output; offsets are absolute stream offsets [start, end)."""
+
+    text: str
+    next_cursor: str
+    has_more: bool
+    gap: Gap | None
+    start_offset: int
+    end_offset: int
+
+
+class ScreenPage(msgspec.Struct, kw_only=True, frozen=True):
+    """One page of the screen snapshot's text; offsets are byte offsets in that text."""
+
+    text: str
+    next_cursor: str
+    has_more: bool
+    resync_required: bool
+    snapshot: int
+    start_offset: int
+    end_offset: int
+    #: 'exact' or 'fast_forwarded' ('' when no screen was captured yet).
+    fidelity: str
+
+
+def _page_size(view: CatalogView, page_bytes: int | None) -> int:
+    s = view.store.settings
+    if page_bytes is None:
+        return s.read_page_bytes_default
+    if isinstance(page_bytes, bool) or not isinstance(page_bytes, int) or not (
+        MIN_PAGE_BYTES <= page_bytes <= s.read_page_bytes_max
+    ):
+        raise InvalidArgument(f"page_bytes must be between {MIN_PAGE_BYTES} and {s.read_page_bytes_max}")
+    return page_bytes
+
+
+def _record(view: CatalogView, scope: str, execution_id: str) -> ExecutionRecord:
+    rec = view.get(scope, execution_id)
+    if rec is None:
+        raise ExecutionNotFound()
+    return rec
+
+
+def _page_cursor(view: CatalogView, rec: ExecutionRecord, source: str, offset: int, snapshot: int = 0) -> str:
+    store = view.store
+    return cursors.encode_cursor(
+        store.mac_key,
+        cursors.CursorFields(
+            kind=cursors.PAGE,
+            scope=scope_hash(rec.scope),
+            store_epoch=store.store_epoch,
+            execution_id=id_bytes(rec.execution_id),
+            source=source,
+            generation=rec.generation,
+            snapshot=snapshot,
+            offset=offset,
+        ),
+    )
+
+
+def _decode(view: CatalogView, scope: str, execution_id: str, source: str, cursor: str) -> cursors.CursorFields:
+    store = view.store
+    return cursors.decode_cursor(
+        store.mac_key,
+        cursor,
+        expect_kind=cursors.PAGE,
+        expect_scope=scope,
+        expect_execution_id=execution_id,
+        expect_source=source,
+        store_epoch=store.store_epoch,
+    )
+
+
+def read_output_page(
+    src: Store | CatalogView,
+    scope: str,
+    execution_id: str,
+    cursor: str | None = None,
+    page_bytes: int | None = None,
+) -> OutputPage:
+    """One page of retained output (see the module docstring for the exact semantics).
+
+    `src` is a Store (a read txn of its own) or a CatalogView (observe: share its txn).
+
+    Raises:
+        InvalidArgument: malformed execution id or page_bytes out of range.
+        ExecutionNotFound: no such execution in `scope`.
+        CursorError: the cursor is not this store's cursor for this scope/execution/output.
+    """
+    parse_execution_id(execution_id)
+    if isinstance(src, Store):
+        with src.catalog() as view:
+            return read_output_page(view, scope, execution_id, cursor, page_bytes)
+    view = src
+    size = _page_size(view, page_bytes)
+    rec = _record(view, scope, execution_id)
+    start = 0 if cursor is None else _decode(view, scope, execution_id, "output", cursor).offset
+    start = min(start, rec.output_total_bytes)
+    # One byte beyond the page tells whether the stored bytes continue past it.
+    first, data = read_stored(view.tx.txn, view.tx.dbs["output"], id_bytes(execution_id), start, size + 1)
+    if not data:
+        # Retained output is always a suffix of the stream (pruning takes the front, ingest
+        # appends at the end), so nothing stored at or after `start` means that everything
+        # from `start` to the end is gone (or `start` is the end).
+        first = rec.output_total_bytes
+    gap = Gap(bytes_skipped=first - start, from_offset=start, to_offset=first) if first > start else None
+    live = rec.status == "running" or rec.output_pending
+    if len(data) > size:
+        cut = safe_cut(data, size) or size  # size >= 4: 0 only for malformed input; force
+    else:
+        at_stream_end = first + len(data) >= rec.output_total_bytes
+        if at_stream_end and live:
+            cut = safe_cut(data, len(data))  # the rest of a character may still come
+        else:
+            cut = len(data)  # final: a hole or a finished stream follows; decode as is
+    end = first + cut
+    return OutputPage(
+        text=bytes(data[:cut]).decode("utf-8", "replace"),
+        next_cursor=_page_cursor(view, rec, "output", end),
+        has_more=end < rec.output_total_bytes or live,
+        gap=gap,
+        start_offset=first,
+        end_offset=end,
+    )
+
+
+def read_screen_page(
+    src: Store | CatalogView,
+    scope: str,
+    execution_id: str,
+    cursor: str | None = None,
+    page_bytes: int | None = None,
+) -> ScreenPage:
+    """One page of the persisted screen's text (see the module docstring).
+
+    Raises: as `read_output_page` (the cursor must be a 'screen' cursor).
+    """
+    parse_execution_id(execution_id)
+    if isinstance(src, Store):
+        with src.catalog() as view:
+            return read_screen_page(view, scope, execution_id, cursor, page_bytes)
+    view = src
+    size = _page_size(view, page_bytes)
+    rec = _record(view, scope, execution_id)
+    screen = view.get_screen(scope, execution_id)
+    raw = b"" if screen is None else screen.text.encode("utf-8")
+    number = 0 if screen is None else screen.snapshot
+    start, resync = 0, False
+    if cursor is not None:
+        fields = _decode(view, scope, execution_id, "screen", cursor)
+        if fields.snapshot == number:
+            start = min(fields.offset, len(raw))
+        else:
+            resync = True
+    cut = safe_cut(raw[start:], size) if len(raw) - start > size else len(raw) - start
+    cut = cut or min(size, len(raw) - start)
+    end = start + cut
+    return ScreenPage(
+        text=raw[start:end].decode("utf-8", "replace"),
+        next_cursor=_page_cursor(view, rec, "screen", end, number),
+        has_more=end < len(raw),
+        resync_required=resync,
+        snapshot=number,
+        start_offset=start,
+        end_offset=end,
+        fidelity="" if screen is None else screen.fidelity,
+    )
