@@ -1,0 +1,143 @@
+"""ScreenTask: runs one ScreenKeeper inside the trio daemon.
+
+Where the parsing runs — the trio thread, in slices — and why:
+
+- pyte is pure Python, so it holds the GIL wherever it runs. A worker thread would not add
+  a core; it would only make the trio thread wait for the GIL at the interpreter's switch
+  interval (5 ms) at unpredictable points, and it would need a lock around every keeper call
+  (feed, snapshot, take_replies).
+- In the trio thread, one slice is `screen_slice_seconds` (5 ms) of parsing, then a sleep
+  that keeps the keeper at `screen_cpu_budget` (25 %) of a core: sleep = spent·(1−b)/b. Ingest
+  and RPC tasks run between slices, so the worst added latency is one slice, and the keeper
+  needs no lock because every call happens on one thread.
+- The ingest path never waits: `feed()` is synchronous, O(bytes) with C-speed work only,
+  and just sets an event. When parsing cannot keep up the keeper fast-forwards instead of
+  growing a queue.
+
+Quiet: when no byte has arrived for `screen_quiet_exact_seconds` and the screen is up to
+date, the task asks the keeper to `resync()` (exact re-render from its checkpoint when it
+had to skip) and then reports a final snapshot with `quiet=True`, which the daemon persists.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+import trio
+
+from vigil.protocol.settings import DEFAULTS, Settings
+
+from .keeper import ScreenKeeper
+from .snapshot import ScreenSnapshot
+
+#: on_snapshot(snapshot, quiet): quiet is True for the debounced report after output stopped.
+SnapshotCallback = Callable[[ScreenSnapshot, bool], None]
+
+
+class ScreenTask:
+    """Owns one keeper; woken by `feed`; publishes revisions.
+
+    Args:
+        keeper: the keeper to drive (the task is its only user from now on).
+        settings: `screen_cpu_budget`, `screen_slice_seconds`, `screen_quiet_exact_seconds`.
+        on_snapshot: called (synchronously, in the trio thread) when the revision changes,
+            at most once per slice, and once with quiet=True after output goes quiet. It must
+            not block; exceptions from it propagate and end the task.
+    """
+
+    def __init__(
+        self,
+        keeper: ScreenKeeper,
+        settings: Settings = DEFAULTS,
+        on_snapshot: SnapshotCallback | None = None,
+    ):
+        self.keeper = keeper
+        self._settings = settings
+        self._on_snapshot = on_snapshot
+        self._wake = trio.Event()
+        self._changed = trio.Event()
+        self._published = 0
+        self._last_feed = -float("inf")
+        self._quiet_reported = True
+        self._resynced = False
+
+    # --- called by the ingest path (never waits) ------------------------------------------------
+
+    def feed(self, data: bytes) -> None:
+        """Hand raw output to the keeper and wake the task. Never blocks; call it from the
+        trio thread (the ingest task)."""
+        if not data:
+            return
+        self.keeper.feed(data)
+        self._last_feed = trio.current_time()
+        self._quiet_reported = False
+        self._resynced = False
+        self._wake.set()
+
+    def take_replies(self) -> bytes:
+        """Answers to terminal queries (send them to the child only when no human is attached)."""
+        return self.keeper.take_replies()
+
+    # --- readers -------------------------------------------------------------------------------
+
+    def snapshot(self) -> ScreenSnapshot:
+        return self.keeper.snapshot()
+
+    async def wait_revision(self, after: int) -> ScreenSnapshot:
+        """The first snapshot whose revision is greater than `after` (wrap in a trio timeout)."""
+        while True:
+            snap = self.keeper.snapshot()
+            if snap.revision > after:
+                return snap
+            await self._changed.wait()
+
+    # --- the task --------------------------------------------------------------------------------
+
+    async def run(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
+        """Process until cancelled. Start it in the nursery that owns the execution."""
+        settings = self._settings
+        share = settings.screen_cpu_budget
+        slice_s = settings.screen_slice_seconds
+        quiet_s = settings.screen_quiet_exact_seconds
+        task_status.started()
+        while True:
+            more = True
+            while more:
+                self._wake = trio.Event()
+                t0 = time.perf_counter()
+                more = self.keeper.process(slice_s)
+                spent = time.perf_counter() - t0
+                self._publish(quiet=False)
+                # Keep to `share` of a core: after `spent` of work, rest spent·(1−share)/share.
+                rest = spent * (1 - share) / share
+                if rest > 0:
+                    await trio.sleep(rest)
+                else:
+                    await trio.lowlevel.checkpoint()
+            if self.keeper.pending_bytes:
+                continue
+            # Up to date. Wait for more output, or for quiet.
+            if not self._quiet_reported:
+                deadline = self._last_feed + quiet_s
+                with trio.move_on_at(deadline):
+                    await self._wake.wait()
+                if self._wake.is_set() or self.keeper.pending_bytes:
+                    continue
+                if not self._resynced and self.keeper.resync():
+                    self._resynced = True  # at most one replay per quiet period
+                    continue  # replay the checkpoint, then come back here
+                self._quiet_reported = True
+                self._publish(quiet=True)
+            else:
+                await self._wake.wait()
+
+    def _publish(self, *, quiet: bool) -> None:
+        snap = self.keeper.snapshot()
+        changed = snap.revision != self._published
+        if changed:
+            self._published = snap.revision
+            self._changed.set()
+            self._changed = trio.Event()
+        if self._on_snapshot is not None and (changed or quiet):
+            self._on_snapshot(snap, quiet)

@@ -1,0 +1,194 @@
+"""Benchmark: the screen keeper against pyte, and its behaviour under floods and streams.
+
+Run: .venv/bin/python tests/bench/bench_screen.py [--flood-mb 100]
+
+Figures printed (targets from the issue brief):
+- parse throughput of plain pyte (`pyte.Screen` + `ByteStream`) vs the keeper's parser, by
+  content (plain lines, coloured lines, cursor-addressed TUI cells, a `yes` flood);
+- `feed` cost in MiB/s next to a bare `bytearray +=` (target: about a memcpy);
+- time from the end of a flood to an exact, current screen (target ≤ 1 s), for line output
+  and for a TUI flood (which needs the quiet replay);
+- staleness while a program streams 100 KB/s: time from feeding a line to a snapshot that
+  shows it (target ≤ 50 ms), with the keeper held to its default CPU budget.
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import statistics
+import sys
+import time
+
+import pyte
+import trio
+
+from vigil.daemon.screen import ScreenKeeper
+from vigil.daemon.screen.driver import ScreenTask
+
+MiB = 1024 * 1024
+ROWS, COLS = 50, 200
+
+
+def corpus() -> dict[str, bytes]:
+    rnd = random.Random(1)
+    tui = []
+    for i in range(60000):
+        tui.append(b"\x1b[%d;%dH\x1b[3%dm%s" % (rnd.randrange(ROWS) + 1, rnd.randrange(180) + 1, i % 8,
+                                                 "ab中cd".encode() * 2))
+    return {
+        "plain": b"".join(b"%06d the quick brown fox jumps over the lazy dog\r\n" % i for i in range(60000)),
+        "colour": b"".join(b"\x1b[1;31m%06d\x1b[0m quick \x1b[32mbrown\x1b[m fox jumps\r\n" % i for i in range(60000)),
+        "tui": b"".join(tui),
+        "yes": b"y\r\n" * 600000,
+    }
+
+
+def mibps(n: int, seconds: float) -> float:
+    return n / seconds / MiB if seconds > 0 else float("inf")
+
+
+def bench_parse(data: dict[str, bytes]) -> None:
+    print(f"{'content':<8} {'pyte MiB/s':>11} {'keeper MiB/s':>13} {'feed MiB/s':>11} {'memcpy MiB/s':>13}")
+    for name, blob in data.items():
+        n = min(len(blob), 2 * MiB)
+        blob = blob[:n]
+        screen = pyte.Screen(COLS, ROWS)
+        stream = pyte.ByteStream(screen)
+        t0 = time.perf_counter()
+        stream.feed(blob)
+        t_pyte = time.perf_counter() - t0
+        k = ScreenKeeper(ROWS, COLS)
+        k.feed(blob)
+        t0 = time.perf_counter()
+        while k.process(60.0, backlog_seconds=1e9):
+            pass
+        t_keeper = time.perf_counter() - t0
+        # feed alone, in 4 KiB reads as the PTY delivers them, with the screen never parsing
+        pieces = [blob[i:i + 4096] for i in range(0, n, 4096)]
+        k = ScreenKeeper(ROWS, COLS)
+        t0 = time.perf_counter()
+        for p in pieces:
+            k.feed(p)
+        t_feed = time.perf_counter() - t0
+        buf = bytearray()
+        t0 = time.perf_counter()
+        for p in pieces:
+            buf += p
+        t_copy = time.perf_counter() - t0
+        print(f"{name:<8} {mibps(n, t_pyte):>11.2f} {mibps(n, t_keeper):>13.2f} "
+              f"{mibps(n, t_feed):>11.0f} {mibps(n, t_copy):>13.0f}")
+
+
+async def time_to_exact(payload: bytes, total: int, tail: bytes, expect) -> tuple[float, float, int, int]:
+    """Feed `payload` repeatedly up to `total` bytes through a ScreenTask as fast as the
+    loop turns, then `tail`; returns (flood seconds, seconds from the last byte to an exact
+    screen satisfying `expect`, jumps, blind jumps)."""
+    quiet = trio.Event()
+    task = ScreenTask(ScreenKeeper(ROWS, COLS), on_snapshot=lambda s, q: quiet.set() if q else None)
+    async with trio.open_nursery() as nursery:
+        await nursery.start(task.run)
+        t0 = time.perf_counter()
+        fed = 0
+        piece = 64 * 1024
+        while fed < total:
+            for i in range(0, len(payload), piece):
+                task.feed(payload[i:i + piece])
+                await trio.lowlevel.checkpoint()
+            fed += len(payload)
+        task.feed(tail)
+        t_end = time.perf_counter()
+        rev = 0
+        t_exact = float("nan")
+        with trio.move_on_after(30):
+            while True:
+                snap = await task.wait_revision(rev)
+                rev = snap.revision
+                if snap.fidelity == "exact" and expect(snap) and task.keeper.pending_bytes == 0:
+                    t_exact = time.perf_counter()
+                    break
+        nursery.cancel_scope.cancel()
+    return t_end - t0, t_exact - t_end, task.keeper.jumps, task.keeper.blind_jumps
+
+
+async def staleness(rate_bytes: int, seconds: float) -> list[float]:
+    """Stream `rate_bytes`/s of numbered lines (1 KiB every 10 ms); latency per line until a
+    snapshot shows it."""
+    task = ScreenTask(ScreenKeeper(ROWS, COLS))
+    latencies: list[float] = []
+    sent: dict[str, float] = {}
+    async with trio.open_nursery() as nursery:
+        await nursery.start(task.run)
+
+        async def watch():
+            rev = 0
+            while True:
+                snap = await task.wait_revision(rev)
+                rev = snap.revision
+                now = time.perf_counter()
+                for line in snap.lines:
+                    t = sent.pop(line[:10], None) if line.startswith("L") else None
+                    if t is not None:
+                        latencies.append(now - t)
+
+        nursery.start_soon(watch)
+        per_tick = rate_bytes // 100
+        line_len = 100
+        n = 0
+        deadline = time.perf_counter() + seconds
+        while time.perf_counter() < deadline:
+            chunk = []
+            for _ in range(per_tick // line_len):
+                tag = f"L{n:09d}"
+                chunk.append((tag + " " + "x" * (line_len - 13) + "\r\n").encode())
+                sent[tag] = time.perf_counter()
+                n += 1
+            task.feed(b"".join(chunk))
+            await trio.sleep(0.01)  # the stream's pace, not a synchronisation
+        nursery.cancel_scope.cancel()
+    # Lines scrolled past between two snapshots are never seen: they count as not measured.
+    return latencies
+
+
+def pct(values, p):
+    values = sorted(values)
+    return values[min(len(values) - 1, int(p / 100 * len(values)))] if values else float("nan")
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--flood-mb", type=int, default=100)
+    ap.add_argument("--stream-seconds", type=float, default=5.0)
+    args = ap.parse_args()
+    data = corpus()
+    print("== parse throughput (2 MiB of each) ==")
+    bench_parse(data)
+
+    print(f"\n== {args.flood_mb} MB flood, then a prompt: time to an exact screen (target ≤ 1 s) ==")
+    yes = b"y\r\n" * (1024 * 1024 // 3)
+    flood_s, exact_s, jumps, blind = trio.run(
+        time_to_exact, yes, args.flood_mb * MiB, b"$ ", lambda s: s.lines[-1] == "$")
+    print(f"yes:  flood fed in {flood_s:.2f} s ({args.flood_mb / flood_s:.0f} MiB/s), exact "
+          f"{exact_s * 1000:.0f} ms after the last byte; jumps {jumps}, blind {blind}")
+    # A TUI that clears the screen every 200 KiB and otherwise redraws cells with cursor
+    # addressing: the tail after the last clear is too big to parse in budget (blind jump)
+    # but small enough to replay (screen_replay_bytes = 256 KiB) once quiet.
+    block = data["tui"][:200 * 1024]
+    block = block[:block.rfind(b"\x1b")]
+    tui = b"\x1b[?1049h\x1b[H\x1b[2J" + block
+    flood_s, exact_s, jumps, blind = trio.run(
+        time_to_exact, tui, 20 * MiB, b"\x1b[50;1Hdone", lambda s: s.lines[-1].startswith("done"))
+    print(f"tui:  20 MB fed in {flood_s:.2f} s, exact {exact_s * 1000:.0f} ms after the last byte "
+          f"(includes the 200 ms quiet debounce + replay); jumps {jumps}, blind {blind}")
+
+    print("\n== staleness while streaming 100 KB/s (target p50 ≤ 50 ms) ==")
+    lat = trio.run(staleness, 100 * 1000, args.stream_seconds)
+    if lat:
+        print(f"lines measured {len(lat)}: p50 {pct(lat, 50) * 1000:.1f} ms, p90 {pct(lat, 90) * 1000:.1f} ms, "
+              f"p99 {pct(lat, 99) * 1000:.1f} ms, max {max(lat) * 1000:.1f} ms, "
+              f"mean {statistics.mean(lat) * 1000:.1f} ms")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
