@@ -14,7 +14,7 @@ from typing import Any, Callable
 from vigil.protocol.errors import RemoteError, VigilError
 from vigil.protocol.version import VERSION
 
-from . import output
+from . import cmd_exec, output
 from .connection import DaemonUnreachable
 
 Handler = Callable[[argparse.Namespace], int]
@@ -87,7 +87,11 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--json", action="store_true", help="print machine-readable JSON")
     parser.add_argument("--no-autostart", action="store_true",
                         help="fail (exit 3) instead of starting vigild when it is not running")
+    parser.add_argument("--workspace", default=None,
+                        help="workspace whose executions to act on (default: $VIGIL_WORKSPACE, "
+                             "else the enclosing git repository, else the current directory)")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    cmd_exec.add_parsers(sub, _json_flag)
 
     p = sub.add_parser("status", help="show the daemon's status (starts it if needed)")
     _json_flag(p)

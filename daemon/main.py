@@ -21,9 +21,17 @@ from vigil.protocol import paths
 from vigil.protocol.settings import SettingsError, load_settings
 from vigil.protocol.version import VERSION
 
+import msgspec
+
+from vigil.daemon.store import Store
+from vigil.protocol.errors import VigilError
+
 from . import logs, rendezvous, systemd
 from .dispatch import Dispatcher
-from .methods import daemon_info
+from .lifecycle import LifecycleBus
+from .methods import daemon_info, execution, scope
+from .runtimes import RuntimeManager
+from .scopes import Scopes, ThreadRecord
 from .server import Server
 from .state import DaemonState
 
@@ -45,12 +53,38 @@ def _signal_ready(fd: int | None, message: bytes) -> None:
         os.close(fd)
 
 
-async def serve(state: DaemonState, claim: rendezvous.Claim, ready_fd: int | None) -> None:
+def load_scopes(store: Store) -> Scopes:
+    decoder = msgspec.msgpack.Decoder(ThreadRecord)
+    encoder = msgspec.msgpack.Encoder()
+    threads = []
+    for raw in store.all_threads():
+        try:
+            threads.append(decoder.decode(raw))
+        except msgspec.DecodeError as exc:
+            log.error("skipping an unreadable thread record: %s", exc)
+
+    def save(thread: ThreadRecord) -> None:
+        store.put_thread(thread.thread_id, encoder.encode(thread))
+
+    return Scopes(threads, save, store.clock)
+
+
+async def serve(state: DaemonState, claim: rendezvous.Claim, ready_fd: int | None,
+                store: Store) -> None:
+    settings = state.settings
+    bus = LifecycleBus()
+    scopes = load_scopes(store)
+    runtimes = RuntimeManager(store, settings, bus, guardian_dir=paths.guardian_dir(),
+                              log_dir=str(state.state_dir))
     dispatcher = Dispatcher()
     daemon_info.install(dispatcher, state)
+    scope.install(dispatcher, scopes)
+    execution.install(dispatcher, scopes=scopes, store=store, runtimes=runtimes, bus=bus,
+                      settings=settings)
     server = Server(state, dispatcher)
     with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
         async with trio.open_nursery() as nursery:
+            await nursery.start(runtimes.run)
             await nursery.start(server.serve, claim.listener)
             systemd.notify("READY=1")
             _signal_ready(ready_fd, READY)
@@ -104,12 +138,20 @@ def main(argv: list[str] | None = None) -> int:
         claim.release()
         _signal_ready(ready_fd, b"ERROR " + str(exc).encode() + b"\n")
         return 1
+    try:
+        store = Store.open(state_dir / "store", settings)
+    except VigilError as exc:
+        log.error("cannot open the store: %s", exc.message)
+        claim.release()
+        _signal_ready(ready_fd, b"ERROR " + exc.message.encode() + b"\n")
+        return 1
     state = DaemonState(settings=settings, socket_path=socket_path, state_dir=state_dir,
                         socket_activated=bool(activated))
     try:
-        trio.run(serve, state, claim, ready_fd)
+        trio.run(serve, state, claim, ready_fd, store)
     finally:
         claim.release()
+        store.close()
     log.info("vigild stopped")
     return 0
 

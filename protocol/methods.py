@@ -10,7 +10,7 @@ from __future__ import annotations
 import msgspec
 from typing import Any
 
-from . import daemon_api
+from . import daemon_api, execution_api, scope_api
 
 
 class Method(msgspec.Struct, frozen=True):
@@ -43,3 +43,13 @@ register("hello", daemon_api.HelloParams, daemon_api.HelloResult,
 register("ping", daemon_api.PingParams, daemon_api.PingResult, "Liveness check.")
 register("status", daemon_api.StatusParams, daemon_api.StatusResult,
          "Daemon version, pid, epoch, socket, state dir, uptime and load.")
+register("Initialize", scope_api.InitializeParams, scope_api.InitializeResult,
+         "Open or resume a thread scoped to a canonical workspace.")
+register("run", execution_api.RunParams, execution_api.RunResult,
+         "Start a standalone execution under its own PTY guardian.")
+register("Execution", execution_api.ExecutionParams, execution_api.ExecutionResult,
+         "Read execution history: list, get, read (and observe, wait, explain).")
+register("signal", execution_api.SignalParams, execution_api.SignalResult,
+         "Send a signal to an execution's process group.")
+register("resolve", execution_api.ResolveParams, execution_api.ResolveResult,
+         "Expand a unique execution id prefix within a scope.")

@@ -471,6 +471,25 @@ class Store:
         delta = len(raw) - rec.screen_bytes
         return msgspec.structs.replace(rec, screen_bytes=len(raw), screen_snapshot=number), delta
 
+    # --- threads (the daemon's scopes; opaque bytes to the store) ---------------------------------
+
+    def put_thread(self, thread_id: str, value: bytes) -> None:
+        """Store (or replace) one thread record, keyed by its id."""
+        key = thread_id.encode("utf-8")
+
+        def fn(tx: Tx) -> None:
+            tx.txn.put(key, value, db=tx.dbs["threads"])
+
+        self._write(fn)
+
+    def all_threads(self) -> list[bytes]:
+        """Every stored thread record (read once at daemon start)."""
+        db = self._env.dbs.get("threads")
+        if db is None:
+            return []
+        with self._env.read() as txn:
+            return [bytes(v) for _, v in txn.cursor(db=db)]
+
     # --- receipts (bounded per generation; removed with their execution) -------------------------
 
     def put_receipt(self, execution_id: str, generation: int, prompt_id: str, value: bytes) -> None:

@@ -1,0 +1,231 @@
+"""CLI commands over executions: run, ls, show, logs, kill."""
+
+from __future__ import annotations
+
+import argparse
+import signal as _signal
+import sys
+import time
+from typing import Any
+
+from vigil.protocol.errors import ErrorCode, VigilError
+
+from . import output
+
+
+def _scope(args):
+    from .autostart import connect
+    from .scope import Scope
+
+    client = connect(autostart=not args.no_autostart)
+    return client, Scope(client, args.workspace)
+
+
+def exit_status(execution: dict[str, Any]) -> int:
+    """The shell convention: the exit code, or 128+N for signal N; unknown is a failure."""
+    if execution["status"] == "exited":
+        if execution["signal"] is not None:
+            return 128 + execution["signal"]
+        return execution["exit_code"] if execution["exit_code"] is not None else 1
+    return 1
+
+
+def fmt_status(e: dict[str, Any]) -> str:
+    if e["status"] == "exited":
+        if e["signal"] is not None:
+            try:
+                return f"killed ({_signal.Signals(e['signal']).name})"
+            except ValueError:
+                return f"killed (signal {e['signal']})"
+        return f"exited {e['exit_code']}"
+    if e["status"] == "unknown":
+        return "unknown"
+    state = e.get("recognized_state")
+    return f"running ({state})" if state else "running"
+
+
+def fmt_age(ms: int | None) -> str:
+    if not ms:
+        return "-"
+    secs = max(0, time.time() - ms / 1000)
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if secs >= size:
+            return f"{int(secs // size)}{unit} ago"
+    return f"{int(secs)}s ago"
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    if args.argv[:1] == ["--"]:
+        args.argv = args.argv[1:]
+    if not args.argv:
+        raise VigilError(ErrorCode.INVALID_REQUEST, "nothing to run: vigil run [options] -- CMD ARGS...")
+    env = {}
+    for item in args.env or []:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise VigilError(ErrorCode.INVALID_REQUEST, f"--env expects KEY=VALUE, got {item!r}")
+        env[key] = value
+    client, scope = _scope(args)
+    with client:
+        params: dict[str, Any] = {"argv": args.argv, "env": env, "name": args.name or ""}
+        if args.cwd:
+            import os
+
+            params["cwd"] = os.path.abspath(args.cwd)
+        execution = scope.call("run", **params)["execution"]
+        if not args.wait:
+            output.emit(execution, args.json, lambda e: e["execution_id"])
+            return output.OK
+        final = follow(scope, execution["execution_id"], sys.stdout.buffer if not args.json else None)
+        if args.json:
+            output.emit(final, True)
+        return exit_status(final)
+
+
+def follow(scope, execution_id: str, sink) -> dict[str, Any]:
+    """Stream retained output to `sink` until the execution ends; returns the final record.
+
+    Each read long-polls in the daemon (`wait_seconds`), which wakes on new output or the
+    exit: nothing here polls on a timer.
+    """
+    cursor = None
+    while True:
+        action = {"type": "read", "execution_id": execution_id, "source": "output",
+                  "page_bytes": 65536, "wait_seconds": 30.0}
+        if cursor:
+            action["cursor"] = cursor
+        page = scope.execution(action)["data"]["page"]
+        if page.get("gap") and sink is not None:
+            gap = page["gap"]
+            sys.stderr.write(f"vigil: {gap['bytes_skipped']} bytes of output are no longer "
+                             "retained\n")
+        if page["text"] and sink is not None:
+            sink.write(page["text"].encode("utf-8", "surrogateescape"))
+            sink.flush()
+        cursor = page["next_cursor"]
+        if not page["has_more"]:
+            break
+    return scope.execution({"type": "get", "execution_id": execution_id})["data"]["execution"]
+
+
+def cmd_ls(args: argparse.Namespace) -> int:
+    client, scope = _scope(args)
+    with client:
+        data = scope.execution({"type": "list", "limit": args.limit})["data"]
+
+    def human(d):
+        rows = [("ID", "STATUS", "STARTED", "NAME/COMMAND")]
+        for e in d["executions"]:
+            rows.append((e["execution_id"][:12], fmt_status(e), fmt_age(e["started_unix_ms"]),
+                         e["name"] or e["command"]))
+        widths = [max(len(r[i]) for r in rows) for i in range(3)]
+        return "\n".join(f"{r[0]:<{widths[0]}}  {r[1]:<{widths[1]}}  {r[2]:<{widths[2]}}  {r[3]}"
+                         for r in rows)
+
+    output.emit(data, args.json, human)
+    return output.OK
+
+
+def cmd_show(args: argparse.Namespace) -> int:
+    client, scope = _scope(args)
+    with client:
+        eid = scope.resolve(args.id)
+        e = scope.execution({"type": "get", "execution_id": eid})["data"]["execution"]
+
+    def human(e):
+        out = e["output"]
+        lines = [
+            f"id        {e['execution_id']}",
+            f"name      {e['name']}" if e["name"] else None,
+            f"command   {e['command']}",
+            f"cwd       {e['cwd']}",
+            f"status    {fmt_status(e)}",
+            f"started   {fmt_age(e['started_unix_ms'])}",
+            f"ended     {fmt_age(e['ended_unix_ms'])}" if e["ended_unix_ms"] else None,
+            f"reason    {e['unknown_reason']}" if e["unknown_reason"] else None,
+            f"output    {out['total_bytes']} bytes, {out['retained_bytes']} retained"
+            + (f", {out['dropped_bytes']} dropped" if out["dropped_bytes"] else ""),
+            f"terminal  {e['cols']}x{e['rows']}",
+        ]
+        if e["runtime"]:
+            r = e["runtime"]
+            lines.append(f"guardian  pid {r['guardian_pid']}, child pid {r['child_pid']}")
+        return "\n".join(line for line in lines if line)
+
+    output.emit(e, args.json, human)
+    return output.OK
+
+
+def cmd_logs(args: argparse.Namespace) -> int:
+    client, scope = _scope(args)
+    with client:
+        eid = scope.resolve(args.id)
+        if args.follow:
+            follow(scope, eid, sys.stdout.buffer)
+            return output.OK
+        cursor = None
+        texts = []
+        while True:
+            action = {"type": "read", "execution_id": eid, "source": "output", "page_bytes": 65536}
+            if cursor:
+                action["cursor"] = cursor
+            page = scope.execution(action)["data"]["page"]
+            if args.json:
+                texts.append(page)
+            else:
+                if page.get("gap"):
+                    sys.stderr.write(f"vigil: {page['gap']['bytes_skipped']} bytes of output are "
+                                     "no longer retained\n")
+                sys.stdout.buffer.write(page["text"].encode("utf-8", "surrogateescape"))
+            cursor = page["next_cursor"]
+            # Without --follow: everything retained up to now, then stop.
+            if not page["has_more"] or (not page["text"] and not page.get("gap")):
+                break
+        if args.json:
+            output.emit({"pages": texts}, True)
+        sys.stdout.flush()
+    return output.OK
+
+
+def cmd_kill(args: argparse.Namespace) -> int:
+    sig = args.signal.upper().removeprefix("SIG") if not args.signal.isdigit() else int(args.signal)
+    client, scope = _scope(args)
+    with client:
+        eid = scope.resolve(args.id)
+        result = scope.call("signal", execution_id=eid, signal=sig)
+    output.emit(result, args.json, lambda r: "")
+    return output.OK
+
+
+def add_parsers(sub, json_flag) -> None:
+    p = sub.add_parser("run", help="start a command under a guardian and print its id")
+    p.add_argument("--cwd", help="working directory (default: the workspace root)")
+    p.add_argument("--env", action="append", metavar="K=V", help="add an environment variable")
+    p.add_argument("--name", help="a name to show in listings")
+    p.add_argument("--wait", action="store_true",
+                   help="stream the output and exit with the command's status (128+N for signal N)")
+    p.add_argument("argv", nargs=argparse.REMAINDER, metavar="-- CMD ARGS")
+    json_flag(p)
+    p.set_defaults(handler=cmd_run)
+
+    p = sub.add_parser("ls", help="list executions of this workspace, newest first")
+    p.add_argument("--limit", type=int, default=50)
+    json_flag(p)
+    p.set_defaults(handler=cmd_ls)
+
+    p = sub.add_parser("show", help="show one execution")
+    p.add_argument("id", help="execution id or a unique prefix")
+    json_flag(p)
+    p.set_defaults(handler=cmd_show)
+
+    p = sub.add_parser("logs", help="print an execution's retained output")
+    p.add_argument("id", help="execution id or a unique prefix")
+    p.add_argument("-f", "--follow", action="store_true", help="follow until it exits")
+    json_flag(p)
+    p.set_defaults(handler=cmd_logs)
+
+    p = sub.add_parser("kill", help="signal an execution's process group")
+    p.add_argument("id", help="execution id or a unique prefix")
+    p.add_argument("-s", "--signal", default="TERM", help="signal name or number (default TERM)")
+    json_flag(p)
+    p.set_defaults(handler=cmd_kill)

@@ -1,0 +1,127 @@
+"""The lifecycle seam: one event stream inside the daemon.
+
+Everything that happens to an execution — started, output activity, screen changed, state
+recognized, prompt delivered, exited — is published here once, after it was persisted.
+Two kinds of consumers hang off it:
+
+- **waiters** (`vigil logs -f`, `Execution wait`, prompt receipts) register interest in a set
+  of execution ids and sleep on one `trio.Event` each; `publish` wakes exactly the waiters of
+  that execution, so a thousand idle waiters cost nothing and an event costs O(its waiters).
+- **subscribers** (archives, transcripts, event pushes to clients) get a bounded buffer each;
+  when one is full the newest event is dropped for that subscriber and counted (seeds/003:
+  drop-newest, a slow consumer never blocks the producer).
+
+`publish` is synchronous and never blocks: it runs on the ingest path.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+from typing import Any, Iterable, Literal
+
+import msgspec
+import trio
+
+EventKind = Literal["started", "output", "screen", "state", "prompt", "exited", "pruned"]
+
+
+class LifecycleEvent(msgspec.Struct, kw_only=True, frozen=True):
+    kind: EventKind
+    scope: str
+    execution_id: str
+    at_unix_ms: int
+    data: dict[str, Any] = {}
+
+
+class Waiter:
+    """Interest in some executions; `wait()` returns once any of them had an event."""
+
+    __slots__ = ("ids", "event", "events")
+
+    def __init__(self, ids: frozenset[str]):
+        self.ids = ids
+        self.event = trio.Event()
+        self.events: list[LifecycleEvent] = []
+
+
+class Subscription:
+    """A bounded queue of events for one consumer, drop-newest when full."""
+
+    def __init__(self, bus: "LifecycleBus", capacity: int):
+        self._bus = bus
+        self._queue: deque[LifecycleEvent] = deque()
+        self._capacity = capacity
+        self._ready = trio.Event()
+        self.dropped = 0
+        self.closed = False
+
+    def _offer(self, event: LifecycleEvent) -> None:
+        if len(self._queue) >= self._capacity:
+            self.dropped += 1
+            return
+        self._queue.append(event)
+        self._ready.set()
+
+    async def receive(self) -> LifecycleEvent:
+        while not self._queue:
+            if self.closed:
+                raise trio.EndOfChannel
+            self._ready = trio.Event()
+            await self._ready.wait()
+        return self._queue.popleft()
+
+    def close(self) -> None:
+        """Idempotent: closing twice is safe (seeds/003)."""
+        if not self.closed:
+            self.closed = True
+            self._bus._subscriptions.discard(self)
+            self._ready.set()
+
+
+class LifecycleBus:
+    def __init__(self) -> None:
+        self._waiters: dict[str, set[Waiter]] = {}
+        self._subscriptions: set[Subscription] = set()
+        self.published = 0
+
+    def publish(self, event: LifecycleEvent) -> None:
+        self.published += 1
+        for waiter in self._waiters.get(event.execution_id, ()):
+            waiter.events.append(event)
+            waiter.event.set()
+        for sub in tuple(self._subscriptions):
+            sub._offer(event)
+
+    def subscribe(self, capacity: int) -> Subscription:
+        sub = Subscription(self, capacity)
+        self._subscriptions.add(sub)
+        return sub
+
+    def register(self, ids: Iterable[str]) -> Waiter:
+        """Start listening before checking state, so nothing between check and wait is lost."""
+        waiter = Waiter(frozenset(ids))
+        for eid in waiter.ids:
+            self._waiters.setdefault(eid, set()).add(waiter)
+        return waiter
+
+    def unregister(self, waiter: Waiter) -> None:
+        for eid in waiter.ids:
+            bucket = self._waiters.get(eid)
+            if bucket is not None:
+                bucket.discard(waiter)
+                if not bucket:
+                    del self._waiters[eid]
+
+    async def wait(self, waiter: Waiter, timeout: float) -> bool:
+        """True when an event arrived for the waiter within `timeout` seconds."""
+        if waiter.event.is_set():
+            return True
+        with trio.move_on_after(timeout if math.isfinite(timeout) else 1e9):
+            await waiter.event.wait()
+            return True
+        return False
+
+    @property
+    def waiter_count(self) -> int:
+        return sum(len(b) for b in self._waiters.values())

@@ -1,0 +1,181 @@
+"""`run`, `Execution` (list/get/read), `signal`, `resolve`."""
+
+from __future__ import annotations
+
+import os
+
+import trio
+
+from vigil.daemon.store import (
+    ExecutionNotFound,
+    Store,
+    encode_catalog_cursor,
+    parse_execution_id,
+    read_output_page,
+    read_screen_page,
+)
+from vigil.protocol.errors import ErrorCode, VigilError
+from vigil.protocol.execution_api import (
+    ExecutionParams,
+    ExecutionResult,
+    GetAction,
+    ListAction,
+    ReadAction,
+    ResolveParams,
+    ResolveResult,
+    RunParams,
+    RunResult,
+    SignalParams,
+    SignalResult,
+)
+from vigil.protocol.settings import Settings
+
+from ..dispatch import CallContext, Dispatcher
+from ..lifecycle import LifecycleBus
+from ..runtimes import RuntimeManager, parse_signal
+from ..scopes import Scopes
+from ..views import execution_view
+
+
+def _bad(message: str, field: str) -> VigilError:
+    return VigilError(ErrorCode.INVALID_REQUEST, message, {"field": field})
+
+
+def _execution_id(value: str, field: str = "params.action.execution_id") -> str:
+    try:
+        return parse_execution_id(value)
+    except VigilError as exc:
+        raise _bad(exc.message, field) from None
+
+
+def _dimension(value: int | None, field: str) -> int | None:
+    if value is not None and not 2 <= value <= 1000:
+        raise _bad(f"{field.rsplit('.', 1)[-1]} must be between 2 and 1000, got {value}", field)
+    return value
+
+
+def install(dispatcher: Dispatcher, *, scopes: Scopes, store: Store, runtimes: RuntimeManager,
+            bus: LifecycleBus, settings: Settings) -> None:
+    async def in_thread(fn, *args):
+        return await trio.to_thread.run_sync(fn, *args)
+
+    @dispatcher.route("run")
+    async def run(ctx: CallContext, params: RunParams) -> RunResult:
+        thread = scopes.check(params.thread_id, params.workspace_root)
+        if (params.argv is None) == (params.command is None):
+            raise _bad("give exactly one of argv (a list) or command (a shell string)", "params.argv")
+        if params.argv is not None:
+            if not params.argv or not params.argv[0]:
+                raise _bad("argv must name a program", "params.argv")
+            argv, command = list(params.argv), " ".join(params.argv)
+        else:
+            if not params.command.strip():
+                raise _bad("command is empty", "params.command")
+            argv, command = ["/bin/sh", "-c", params.command], params.command
+        if any("\0" in a for a in argv) or any("\0" in k + v or "=" in k for k, v in params.env.items()):
+            raise _bad("argv and env must not contain NUL, and env names must not contain '='",
+                       "params.env")
+        cwd = params.cwd or thread.workspace_root
+        if not os.path.isabs(cwd) or not os.path.isdir(cwd):
+            raise _bad(f"cwd {cwd!r} is not an existing absolute directory", "params.cwd")
+        record = await runtimes.start(
+            scope=thread.scope, thread_id=thread.thread_id, workspace_root=thread.workspace_root,
+            argv=argv, command=command, cwd=cwd, env=dict(params.env),
+            rows=_dimension(params.rows, "params.rows"), cols=_dimension(params.cols, "params.cols"),
+            name=params.name)
+        return RunResult(execution=execution_view(record))
+
+    @dispatcher.route("Execution")
+    async def execution(ctx: CallContext, params: ExecutionParams) -> ExecutionResult:
+        thread = scopes.check(params.thread_id, params.workspace_root)
+        scope = thread.scope
+        action = params.action
+        if isinstance(action, ListAction):
+            limit = action.limit if action.limit is not None else settings.list_limit_default
+            if not 1 <= limit <= settings.list_limit_max:
+                raise _bad(f"limit must be between 1 and {settings.list_limit_max}, got {limit}",
+                           "params.action.limit")
+            listing = await in_thread(store.list, scope, limit)
+            return ExecutionResult(data={
+                "executions": [execution_view(r) for r in listing.records],
+                "total": listing.total,
+                "catalog_cursor": encode_catalog_cursor(store.mac_key, store.store_epoch, scope,
+                                                        listing.change_seq),
+            })
+        if isinstance(action, GetAction):
+            eid = _execution_id(action.execution_id)
+            record = await in_thread(store.get, scope, eid)
+            if record is None:
+                raise ExecutionNotFound()
+            return ExecutionResult(data={"execution": execution_view(record)})
+        if isinstance(action, ReadAction):
+            return ExecutionResult(data={"page": await _read(scope, action)})
+        raise _bad(f"unsupported action {type(action).__name__}", "params.action.type")
+
+    async def _read(scope: str, action: ReadAction) -> dict:
+        eid = _execution_id(action.execution_id)
+        if not 0 <= action.wait_seconds <= settings.wait_timeout_max:
+            raise _bad(f"wait_seconds must be between 0 and {settings.wait_timeout_max:g}",
+                       "params.action.wait_seconds")
+        if action.source == "output":
+            reader = read_output_page
+        elif action.source == "screen":
+            reader = read_screen_page
+        else:
+            raise VigilError(ErrorCode.INVALID_REQUEST,
+                             f"source {action.source!r} is not available yet",
+                             {"field": "params.action.source"})
+
+        def read():
+            return reader(store, scope, eid, action.cursor, action.page_bytes)
+
+        page = await in_thread(read)
+        if action.wait_seconds > 0 and not page.text and page.has_more:
+            # Long poll: register before re-reading, so output committed in between wakes us.
+            waiter = bus.register([eid])
+            try:
+                page = await in_thread(read)
+                if not page.text and page.has_more:
+                    await bus.wait(waiter, action.wait_seconds)
+                    page = await in_thread(read)
+            finally:
+                bus.unregister(waiter)
+        out = {f: getattr(page, f) for f in page.__struct_fields__}
+        out["source"] = action.source
+        if page.__struct_fields__ and "gap" in out and out["gap"] is not None:
+            gap = out["gap"]
+            out["gap"] = {"bytes_skipped": gap.bytes_skipped, "from_offset": gap.from_offset,
+                          "to_offset": gap.to_offset}
+        return out
+
+    @dispatcher.route("signal")
+    async def signal(ctx: CallContext, params: SignalParams) -> SignalResult:
+        thread = scopes.check(params.thread_id, params.workspace_root)
+        eid = _execution_id(params.execution_id, "params.execution_id")
+        signum = parse_signal(params.signal)
+        record = await in_thread(store.get, thread.scope, eid)
+        if record is None:
+            raise ExecutionNotFound()
+        if record.is_terminal:
+            raise VigilError(ErrorCode.CONFLICT, f"the execution has already {record.status}"
+                             if record.status == "exited" else "the execution's outcome is unknown",
+                             {"execution_id": eid, "status": record.status})
+        await runtimes.signal(eid, signum)
+        return SignalResult(execution_id=eid, signal=signum, delivered=True)
+
+    @dispatcher.route("resolve")
+    async def resolve(ctx: CallContext, params: ResolveParams) -> ResolveResult:
+        thread = scopes.check(params.thread_id, params.workspace_root)
+        prefix = params.prefix.lower()
+        if not 1 <= len(prefix) <= 32 or any(c not in "0123456789abcdef" for c in prefix):
+            raise _bad(f"{params.prefix!r} is not an execution id or a prefix of one",
+                       "params.prefix")
+        listing = await in_thread(store.list, thread.scope, settings.list_limit_max)
+        matches = [r.execution_id for r in listing.records if r.execution_id.startswith(prefix)]
+        if not matches:
+            raise ExecutionNotFound()
+        if len(matches) > 1:
+            raise VigilError(ErrorCode.CONFLICT,
+                             f"prefix {params.prefix!r} matches {len(matches)} executions; "
+                             "give more characters", {"matches": matches[:10]})
+        return ResolveResult(execution_id=matches[0])

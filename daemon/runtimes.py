@@ -1,0 +1,308 @@
+"""Runtimes: the guardians the daemon is connected to, and what to do when one is lost.
+
+The manager owns one task per live runtime (in its own nursery): connect to the guardian
+(checking its *whole* identity), subscribe from the last persisted offset, hand every
+Output to `Ingest`, acknowledge what the store made durable, and on `Exited` persist the
+outcome before sending `ExitAck`. When a guardian's connection ends any other way, the
+outcome is settled from what is left: the guardian's exit record and output tail, or else
+`unknown` — never a guessed success.
+
+At start, `recover()` runs the same task for every record that was not terminal when the
+previous daemon stopped: nothing is re-run, only re-attached or settled.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal as signal_mod
+from dataclasses import dataclass, field
+from typing import Any
+
+import trio
+
+from vigil.daemon.guardian import wire
+from vigil.daemon.guardian.errors import (
+    GuardianClosed,
+    GuardianError,
+    GuardianLaunchError,
+    GuardianUnavailable,
+)
+from vigil.daemon.guardian.identity import identity_alive
+from vigil.daemon.guardian.launch import launch_guardian, make_launch_spec
+from vigil.daemon.guardian.link import GuardianLink
+from vigil.daemon.guardian.records import delete_exit_records, read_exit_records, RecordsError
+from vigil.daemon.store import ExecutionRecord, RuntimeIdentity, Store, new_execution_id
+from vigil.protocol.errors import ErrorCode, VigilError
+from vigil.protocol.settings import Settings
+
+from .ingest import Ingest
+from .lifecycle import LifecycleBus, LifecycleEvent
+
+log = logging.getLogger("vigild.runtimes")
+
+#: Variables of the daemon's own service context that a child must not inherit: they would
+#: make it believe systemd handed *it* sockets or a notify channel.
+_SERVICE_ENV = ("LISTEN_PID", "LISTEN_FDS", "LISTEN_FDNAMES", "NOTIFY_SOCKET",
+                "INVOCATION_ID", "JOURNAL_STREAM", "WATCHDOG_PID", "WATCHDOG_USEC")
+
+
+@dataclass
+class Live:
+    """Runtime-only state of one execution whose guardian the daemon is attached to."""
+
+    record: ExecutionRecord
+    link: GuardianLink | None = None
+    committed: trio.Event = field(default_factory=trio.Event)
+    acked: int = 0
+    done: trio.Event = field(default_factory=trio.Event)
+    cancel: trio.CancelScope = field(default_factory=trio.CancelScope)
+
+
+def to_store_identity(identity: wire.RuntimeIdentity) -> RuntimeIdentity:
+    return RuntimeIdentity(runtime_id=identity.runtime_id, boot_id=identity.boot_id,
+                           guardian_pid=identity.guardian_pid,
+                           guardian_start_ticks=identity.guardian_start_ticks,
+                           child_pid=identity.child_pid)
+
+
+def to_wire_identity(identity: RuntimeIdentity) -> wire.RuntimeIdentity:
+    return wire.RuntimeIdentity(runtime_id=identity.runtime_id, boot_id=identity.boot_id,
+                                guardian_pid=identity.guardian_pid,
+                                guardian_start_ticks=identity.guardian_start_ticks,
+                                child_pid=identity.child_pid)
+
+
+class RuntimeManager:
+    def __init__(self, store: Store, settings: Settings, bus: LifecycleBus,
+                 guardian_dir: str, log_dir: str):
+        self.store = store
+        self.settings = settings
+        self.bus = bus
+        self.guardian_dir = guardian_dir
+        self.records_dir = os.path.join(guardian_dir, "records")
+        self.log_dir = log_dir
+        self.live: dict[str, Live] = {}
+        self.ingest = Ingest(store, settings, bus, self._committed)
+        self._nursery: trio.Nursery | None = None
+
+    # --- task tree ------------------------------------------------------------------------
+
+    async def run(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
+        async with trio.open_nursery() as nursery:
+            self._nursery = nursery
+            await nursery.start(self.ingest.run)
+            await self.recover()
+            task_status.started()
+            await trio.sleep_forever()
+
+    def socket_path(self, runtime_id: str) -> str:
+        return os.path.join(self.guardian_dir, f"{runtime_id}.sock")
+
+    # --- starting -------------------------------------------------------------------------
+
+    async def start(self, *, scope: str, thread_id: str, workspace_root: str,
+                    argv: list[str], command: str, cwd: str, env: dict[str, str],
+                    rows: int | None, cols: int | None, name: str,
+                    kind: str = "standalone") -> ExecutionRecord:
+        """Record the execution, launch its guardian, attach; returns the running record.
+
+        The record is created *before* the guardian exists, so a daemon that dies in between
+        leaves a record that recovery settles as `unknown`, never an untracked process.
+        """
+        eid = new_execution_id()
+        rows = rows or self.settings.terminal_rows
+        cols = cols or self.settings.terminal_cols
+        record = ExecutionRecord(
+            execution_id=eid, scope=scope, thread_id=thread_id, workspace_root=workspace_root,
+            command=command, argv=argv, cwd=cwd, name=name or None, kind=kind,
+            status="running", started_unix_ms=self.store.clock(), rows=rows, cols=cols)
+        record = await trio.to_thread.run_sync(self.store.create_execution, record)
+        child_env = {k: v for k, v in os.environ.items() if k not in _SERVICE_ENV}
+        child_env.update(env)
+        spec = make_launch_spec(runtime_id=eid, argv=argv, cwd=cwd, env=child_env,
+                                socket_path=self.socket_path(eid), records_dir=self.records_dir,
+                                settings=self.settings, rows=rows, cols=cols)
+        try:
+            identity = await trio.to_thread.run_sync(
+                lambda: launch_guardian(spec, self.settings,
+                                        stderr_path=os.path.join(self.log_dir, "guardians.log")))
+        except GuardianLaunchError as exc:
+            # It never ran: say so on the record (unknown, with the reason) and to the caller.
+            await trio.to_thread.run_sync(lambda: self.store.update(
+                eid, status="unknown", unknown_reason=f"launch failed: {exc.message}"))
+            raise VigilError(exc.code, exc.message, {"execution_id": eid}) from None
+        record = await trio.to_thread.run_sync(
+            lambda: self.store.update(eid, runtime=to_store_identity(identity)))
+        self.bus.publish(LifecycleEvent(kind="started", scope=scope, execution_id=eid,
+                                        at_unix_ms=record.observed_at_unix_ms))
+        self._attach(record)
+        return record
+
+    def _attach(self, record: ExecutionRecord) -> Live:
+        live = self.live[record.execution_id] = Live(record)
+        assert self._nursery is not None
+        self._nursery.start_soon(self._run_runtime, live)
+        return live
+
+    # --- recovery -------------------------------------------------------------------------
+
+    async def recover(self) -> int:
+        """Re-attach or settle every non-terminal record. Never re-runs anything."""
+        records = await trio.to_thread.run_sync(self.store.non_terminal_records)
+        for record in records:
+            if record.runtime is None:
+                await trio.to_thread.run_sync(lambda r=record: self.store.update(
+                    r.execution_id, status="unknown",
+                    unknown_reason="the daemon stopped before the guardian was started"))
+                continue
+            self._attach(record)
+        if records:
+            log.info("recovery: %d executions to re-attach or settle", len(records))
+        return len(records)
+
+    # --- one runtime ----------------------------------------------------------------------
+
+    async def _run_runtime(self, live: Live) -> None:
+        eid = live.record.execution_id
+        try:
+            with live.cancel:
+                await self._follow_guardian(live)
+        except Exception:
+            log.exception("runtime %s failed", eid)
+            await self._settle_lost(live, "the daemon lost track of the guardian (internal error)")
+        finally:
+            if live.link is not None:
+                with trio.CancelScope(shield=True):
+                    await live.link.aclose()
+            self.live.pop(eid, None)
+            live.done.set()
+
+    async def _follow_guardian(self, live: Live) -> None:
+        record = live.record
+        eid = record.execution_id
+        assert record.runtime is not None
+        try:
+            with trio.fail_after(self.settings.guardian_start_timeout_seconds):
+                live.link = await GuardianLink.connect(
+                    self.socket_path(record.runtime.runtime_id),
+                    to_wire_identity(record.runtime),
+                    max_frame_bytes=self.settings.max_frame_bytes)
+        except (GuardianError, trio.TooSlowError) as exc:
+            log.info("guardian of %s unreachable: %s", eid, exc)
+            await self._settle_lost(live, "the guardian vanished without an exit record")
+            return
+        link = live.link
+        await link.subscribe(record.output_total_bytes)
+        live.acked = record.output_total_bytes
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(self._acknowledge, live)
+            try:
+                while True:
+                    msg = await link.receive()
+                    if isinstance(msg, wire.Output):
+                        await self.ingest.wait_room()
+                        self.ingest.add_output(eid, msg.offset, msg.data)
+                    elif isinstance(msg, wire.Exited):
+                        await self._exited(live, msg.status, msg.end_offset)
+                        await link.exit_ack()
+                        break
+                    elif isinstance(msg, wire.Error):
+                        log.warning("guardian of %s: %s: %s", eid, msg.code, msg.message)
+                    # Gap needs nothing here: the next Output's offset past the end is
+                    # recorded by the store as the gap, with its exact size.
+            except GuardianClosed:
+                await self.ingest.flush()
+                await self._settle_lost(live, "the guardian vanished without an exit record")
+            finally:
+                nursery.cancel_scope.cancel()
+
+    async def _acknowledge(self, live: Live) -> None:
+        """Tell the guardian what is durable, so its exit tail stays small and exact."""
+        while True:
+            await live.committed.wait()
+            live.committed = trio.Event()
+            end = live.record.output_total_bytes
+            if end > live.acked and live.link is not None:
+                try:
+                    await live.link.ack(end)
+                except GuardianError:
+                    return
+                live.acked = end
+
+    async def _exited(self, live: Live, status: wire.ExitStatus, end_offset: int) -> None:
+        eid = live.record.execution_id
+        self.ingest.set_fields(eid, status="exited", exit_code=status.exit_code,
+                               signal=status.signal, ended_unix_ms=status.ended_unix_ms,
+                               output_pending=False)
+        await self.ingest.flush()
+
+    async def _settle_lost(self, live: Live, reason: str) -> None:
+        """The connection is gone: exit record and tail if the guardian left them, else unknown."""
+        record = live.record
+        eid = record.execution_id
+        runtime = record.runtime
+        if runtime is not None and identity_alive(to_wire_identity(runtime)):
+            # Alive but not talking to us: we can't observe it, so we can't claim an outcome.
+            reason = "the guardian is alive but does not answer"
+        elif runtime is not None:
+            try:
+                left = await trio.to_thread.run_sync(read_exit_records, self.records_dir,
+                                                     runtime.runtime_id)
+            except (RecordsError, ValueError) as exc:
+                left = None
+                reason = f"the guardian's exit record is unreadable: {exc}"
+            if left is not None and left.exit.identity == to_wire_identity(runtime):
+                if left.tail is not None and left.tail.data:
+                    self.ingest.add_output(eid, left.tail.start_offset, left.tail.data)
+                await self._exited(live, left.exit.status, left.exit.end_offset)
+                await trio.to_thread.run_sync(delete_exit_records, self.records_dir,
+                                              runtime.runtime_id)
+                return
+        self.ingest.set_fields(eid, status="unknown", unknown_reason=reason, output_pending=False)
+        await self.ingest.flush()
+
+    # --- called by Ingest after each commit -------------------------------------------------
+
+    def _committed(self, record: ExecutionRecord) -> None:
+        live = self.live.get(record.execution_id)
+        if live is not None:
+            live.record = record
+            live.committed.set()
+
+    # --- control --------------------------------------------------------------------------
+
+    def get_live(self, execution_id: str) -> Live:
+        live = self.live.get(execution_id)
+        if live is None or live.link is None:
+            raise VigilError(ErrorCode.CONFLICT, "the execution is not running",
+                             {"execution_id": execution_id})
+        return live
+
+    async def signal(self, execution_id: str, signum: int) -> None:
+        live = self.get_live(execution_id)
+        try:
+            await live.link.signal(signum, group=True)
+        except GuardianError as exc:
+            raise VigilError(ErrorCode.CONFLICT, f"the guardian did not take the signal: {exc.message}",
+                             {"execution_id": execution_id}) from None
+
+    async def send_input(self, execution_id: str, data: bytes) -> None:
+        live = self.get_live(execution_id)
+        await live.link.send_input(data)
+
+
+def parse_signal(value: int | str) -> int:
+    """A signal number from a number or a name (TERM, SIGTERM, term)."""
+    if isinstance(value, int):
+        if 1 <= value <= 64:
+            return value
+    else:
+        name = value.upper()
+        name = name if name.startswith("SIG") else "SIG" + name
+        try:
+            return int(signal_mod.Signals[name])
+        except KeyError:
+            pass
+    raise VigilError(ErrorCode.INVALID_REQUEST, f"unknown signal {value!r}",
+                     {"field": "params.signal"})

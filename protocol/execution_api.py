@@ -1,0 +1,167 @@
+"""`run`, `Execution` (list/get/read/…), `signal` and `resolve`: starting executions and
+reading their history, in the spec's JSON shapes (seeds/000, "List, inspect, and explain",
+"Read bounded output pages")."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+import msgspec
+
+
+class Scoped(msgspec.Struct, kw_only=True):
+    """Every scoped call carries the exact pair `Initialize` returned."""
+
+    thread_id: str
+    workspace_root: str
+
+
+# --- run --------------------------------------------------------------------------------------
+
+
+class RunParams(Scoped, kw_only=True):
+    """Start a standalone execution under its own guardian; answered at once."""
+
+    argv: list[str] | None = None
+    command: str | None = None  # a shell string, run as `/bin/sh -c COMMAND`
+    cwd: str | None = None  # defaults to the workspace root
+    env: dict[str, str] = {}
+    rows: int | None = None
+    cols: int | None = None
+    name: str = ""
+
+
+# --- records as clients see them -------------------------------------------------------------
+
+
+class RuntimeView(msgspec.Struct, kw_only=True):
+    runtime_id: str
+    boot_id: str
+    guardian_pid: int
+    guardian_start_ticks: int
+    child_pid: int
+
+
+class OutputView(msgspec.Struct, kw_only=True):
+    """Retained-output availability: what exists, what is kept, what was lost and why."""
+
+    total_bytes: int
+    retained_start: int
+    retained_bytes: int
+    dropped_bytes: int
+    activity_seq: int
+    pending: bool
+    gaps: list[tuple[int, int]] = []
+
+
+class ExecutionView(msgspec.Struct, kw_only=True):
+    """One execution record. `unknown` is never a success; `observed_at_unix_ms` advances only
+    when a persisted change happens, never on an unchanged poll."""
+
+    execution_id: str
+    name: str
+    kind: str
+    command: str
+    argv: list[str] | None
+    cwd: str
+    status: Literal["running", "exited", "unknown"]
+    exit_code: int | None
+    signal: int | None
+    unknown_reason: str | None
+    started_unix_ms: int
+    ended_unix_ms: int | None
+    observed_at_unix_ms: int
+    generation: int
+    rows: int
+    cols: int
+    runtime: RuntimeView | None
+    output: OutputView
+    recognized_state: str | None = None
+
+
+class RunResult(msgspec.Struct, kw_only=True):
+    execution: ExecutionView
+
+
+# --- Execution actions -------------------------------------------------------------------------
+
+
+class ListAction(msgspec.Struct, tag_field="type", tag="list", kw_only=True):
+    limit: int | None = None
+
+
+class GetAction(msgspec.Struct, tag_field="type", tag="get", kw_only=True):
+    execution_id: str
+
+
+class ReadAction(msgspec.Struct, tag_field="type", tag="read", kw_only=True):
+    execution_id: str
+    source: Literal["output", "screen", "detection"] = "output"
+    cursor: str | None = None
+    page_bytes: int | None = None
+    #: vigil extension: when the page would be empty and the execution is still running,
+    #: wait up to this long for new output or the exit (what `vigil logs -f` uses instead of
+    #: polling). 0, the default, is the spec's plain read.
+    wait_seconds: float = 0.0
+
+
+ExecutionAction = ListAction | GetAction | ReadAction
+
+
+class ExecutionParams(Scoped, kw_only=True):
+    action: ExecutionAction
+
+
+class Gap(msgspec.Struct, kw_only=True):
+    """Bytes that are no longer retained between the cursor and the page."""
+
+    bytes_skipped: int
+    from_offset: int
+    to_offset: int
+
+
+class Page(msgspec.Struct, kw_only=True):
+    """A bounded page of retained text; continue with `next_cursor` while `has_more`."""
+
+    source: str
+    text: str
+    start_offset: int
+    end_offset: int
+    next_cursor: str
+    has_more: bool
+    gap: Gap | None = None
+    resync_required: bool = False
+
+
+class ExecutionResult(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """Every `Execution` answer: a finite status, an optional fixed code, and the data."""
+
+    status: Literal["ok", "completed_with_issues"] = "ok"
+    code: str | None = None
+    data: dict[str, Any] = {}
+
+
+# --- signal and resolve ---------------------------------------------------------------------------
+
+
+class SignalParams(Scoped, kw_only=True):
+    """Send a signal to an execution's process group (`vigil kill`)."""
+
+    execution_id: str
+    signal: int | str = "TERM"
+
+
+class SignalResult(msgspec.Struct, kw_only=True):
+    execution_id: str
+    signal: int
+    delivered: bool
+
+
+class ResolveParams(Scoped, kw_only=True):
+    """Expand a unique id prefix (CLI convenience); ambiguous or unknown is an error."""
+
+    prefix: str
+
+
+class ResolveResult(msgspec.Struct, kw_only=True):
+    execution_id: str
