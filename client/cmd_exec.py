@@ -197,7 +197,28 @@ def cmd_kill(args: argparse.Namespace) -> int:
     return output.OK
 
 
+def cmd_screen(args: argparse.Namespace) -> int:
+    client, scope = _scope(args)
+    with client:
+        eid = scope.resolve(args.id)
+        result = scope.call("screen", execution_id=eid, ansi=args.ansi)
+
+    def human(r):
+        if args.ansi and r.get("ansi") is not None:
+            return r["ansi"]
+        return r["text"]
+
+    output.emit(result, args.json, human)
+    return output.OK
+
+
 def add_parsers(sub, json_flag) -> None:
+    p = sub.add_parser("screen", help="print an execution's current screen")
+    p.add_argument("id", help="execution id or a unique prefix")
+    p.add_argument("--ansi", action="store_true", help="with colours and attributes (live only)")
+    json_flag(p)
+    p.set_defaults(handler=cmd_screen)
+
     p = sub.add_parser("run", help="start a command under a guardian and print its id")
     p.add_argument("--cwd", help="working directory (default: the workspace root)")
     p.add_argument("--env", action="append", metavar="K=V", help="add an environment variable")

@@ -30,9 +30,11 @@ from . import logs, rendezvous, systemd
 from .dispatch import Dispatcher
 from .lifecycle import LifecycleBus
 from .methods import daemon_info, execution, scope
+from .methods import shell as shell_methods
 from .runtimes import RuntimeManager
 from .scopes import Scopes, ThreadRecord
 from .server import Server
+from .shell import ShellManager
 from .state import DaemonState
 
 log = logging.getLogger("vigild")
@@ -76,8 +78,14 @@ async def serve(state: DaemonState, claim: rendezvous.Claim, ready_fd: int | Non
     scopes = load_scopes(store)
     runtimes = RuntimeManager(store, settings, bus, guardian_dir=paths.guardian_dir(),
                               log_dir=str(state.state_dir))
+    shells = ShellManager(scopes, store, runtimes, settings,
+                          shell_dir=os.path.join(paths.guardian_dir(), "shells"))
+    runtimes.settle_commands = shells.recover_commands
+    runtimes.on_ended.append(shells.shell_ended)
     dispatcher = Dispatcher()
     daemon_info.install(dispatcher, state)
+    shell_methods.install(dispatcher, scopes=scopes, shells=shells, runtimes=runtimes,
+                          settings=settings)
     scope.install(dispatcher, scopes)
     execution.install(dispatcher, scopes=scopes, store=store, runtimes=runtimes, bus=bus,
                       settings=settings)

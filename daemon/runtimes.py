@@ -32,7 +32,16 @@ from vigil.daemon.guardian.identity import identity_alive
 from vigil.daemon.guardian.launch import launch_guardian, make_launch_spec
 from vigil.daemon.guardian.link import GuardianLink
 from vigil.daemon.guardian.records import delete_exit_records, read_exit_records, RecordsError
-from vigil.daemon.store import ExecutionRecord, RuntimeIdentity, Store, new_execution_id
+from vigil.daemon.screen import ScreenKeeper
+from vigil.daemon.screen.driver import ScreenTask
+from vigil.daemon.screen.snapshot import ScreenSnapshot as LiveScreen
+from vigil.daemon.store import (
+    ExecutionRecord,
+    RuntimeIdentity,
+    ScreenSnapshot,
+    Store,
+    new_execution_id,
+)
 from vigil.protocol.errors import ErrorCode, VigilError
 from vigil.protocol.settings import Settings
 
@@ -53,6 +62,12 @@ class Live:
 
     record: ExecutionRecord
     link: GuardianLink | None = None
+    screen: ScreenTask | None = None
+    #: Humans attached to the terminal: while there are any, they answer terminal queries.
+    viewers: int = 0
+    #: Called with (offset, data) for every Output, before ingest (the persistent shell's
+    #: marker scanner hangs here).
+    observers: list[Any] = field(default_factory=list)
     committed: trio.Event = field(default_factory=trio.Event)
     acked: int = 0
     done: trio.Event = field(default_factory=trio.Event)
@@ -85,6 +100,13 @@ class RuntimeManager:
         self.live: dict[str, Live] = {}
         self.ingest = Ingest(store, settings, bus, self._committed)
         self._nursery: trio.Nursery | None = None
+        #: Set by the shell manager: observers for a record being re-attached at recovery.
+        self.observer_factory: Any = None
+        #: Called with the final record when a runtime ends (exited or unknown).
+        self.on_ended: list[Any] = []
+        #: Non-terminal records that belong to another runtime (shell commands), handed to
+        #: `settle_commands` after recovery.
+        self.settle_commands: Any = None
 
     # --- task tree ------------------------------------------------------------------------
 
@@ -104,7 +126,7 @@ class RuntimeManager:
     async def start(self, *, scope: str, thread_id: str, workspace_root: str,
                     argv: list[str], command: str, cwd: str, env: dict[str, str],
                     rows: int | None, cols: int | None, name: str,
-                    kind: str = "standalone") -> ExecutionRecord:
+                    kind: str = "standalone", observers: Any = None) -> ExecutionRecord:
         """Record the execution, launch its guardian, attach; returns the running record.
 
         The record is created *before* the guardian exists, so a daemon that dies in between
@@ -136,11 +158,11 @@ class RuntimeManager:
             lambda: self.store.update(eid, runtime=to_store_identity(identity)))
         self.bus.publish(LifecycleEvent(kind="started", scope=scope, execution_id=eid,
                                         at_unix_ms=record.observed_at_unix_ms))
-        self._attach(record)
+        self._attach(record, observers(record) if observers else [])
         return record
 
-    def _attach(self, record: ExecutionRecord) -> Live:
-        live = self.live[record.execution_id] = Live(record)
+    def _attach(self, record: ExecutionRecord, observers: list | None = None) -> Live:
+        live = self.live[record.execution_id] = Live(record, observers=list(observers or []))
         assert self._nursery is not None
         self._nursery.start_soon(self._run_runtime, live)
         return live
@@ -150,13 +172,23 @@ class RuntimeManager:
     async def recover(self) -> int:
         """Re-attach or settle every non-terminal record. Never re-runs anything."""
         records = await trio.to_thread.run_sync(self.store.non_terminal_records)
+        commands = [r for r in records if r.kind == "shell_command"]
+        records = [r for r in records if r.kind != "shell_command"]
         for record in records:
             if record.runtime is None:
                 await trio.to_thread.run_sync(lambda r=record: self.store.update(
                     r.execution_id, status="unknown",
                     unknown_reason="the daemon stopped before the guardian was started"))
                 continue
-            self._attach(record)
+            observers = self.observer_factory(record) if self.observer_factory else []
+            self._attach(record, observers)
+        if commands:
+            settle = self.settle_commands(commands) if self.settle_commands else [
+                (r.execution_id, {"status": "unknown",
+                                  "unknown_reason": "its shell could not be re-attached"})
+                for r in commands]
+            for eid, fields in settle:
+                self.ingest.set_fields(eid, **fields)
         if records:
             log.info("recovery: %d executions to re-attach or settle", len(records))
         return len(records)
@@ -176,6 +208,9 @@ class RuntimeManager:
                 with trio.CancelScope(shield=True):
                     await live.link.aclose()
             self.live.pop(eid, None)
+            if live.record.is_terminal:
+                for callback in self.on_ended:
+                    callback(live.record)
             live.done.set()
 
     async def _follow_guardian(self, live: Live) -> None:
@@ -195,15 +230,29 @@ class RuntimeManager:
         link = live.link
         await link.subscribe(record.output_total_bytes)
         live.acked = record.output_total_bytes
+        welcome = link.welcome
+        keeper = ScreenKeeper(welcome.rows, welcome.cols, self.settings)
+        live.screen = ScreenTask(keeper, self.settings,
+                                 lambda snap, quiet: self._screen_changed(live, snap))
         async with trio.open_nursery() as nursery:
             nursery.start_soon(self._acknowledge, live)
+            await nursery.start(live.screen.run)
             try:
                 while True:
                     msg = await link.receive()
                     if isinstance(msg, wire.Output):
                         await self.ingest.wait_room()
+                        for observer in live.observers:
+                            observer(msg.offset, msg.data)
                         self.ingest.add_output(eid, msg.offset, msg.data)
+                        live.screen.feed(msg.data)
+                        replies = live.screen.take_replies()
+                        if replies and not live.viewers:
+                            # A TUI asking "who are you?" (DA) or "where is the cursor?"
+                            # (CPR) hangs until answered; with no human attached, we answer.
+                            await link.send_input(replies)
                     elif isinstance(msg, wire.Exited):
+                        self._final_screen(live)
                         await self._exited(live, msg.status, msg.end_offset)
                         await link.exit_ack()
                         break
@@ -216,6 +265,24 @@ class RuntimeManager:
                 await self._settle_lost(live, "the guardian vanished without an exit record")
             finally:
                 nursery.cancel_scope.cancel()
+
+    def _final_screen(self, live: Live) -> None:
+        """Bring the screen fully up to date once, so an exited execution keeps its last screen."""
+        if live.screen is None:
+            return
+        keeper = live.screen.keeper
+        # Each pass is bounded: the keeper fast-forwards a backlog longer than
+        # screen_backlog_seconds, and a resync replays at most screen_replay_bytes.
+        while keeper.process(0.05):
+            pass
+        if keeper.resync():
+            while keeper.process(0.05):
+                pass
+        self._screen_changed(live, keeper.snapshot())
+
+    def _screen_changed(self, live: Live, snap: LiveScreen) -> None:
+        """Persist the screen with the next ingest batch (the store skips identical ones)."""
+        self.ingest.set_screen(live.record.execution_id, store_screen(snap, self.store.clock()))
 
     async def _acknowledge(self, live: Live) -> None:
         """Tell the guardian what is durable, so its exit tail stays small and exact."""
@@ -290,6 +357,14 @@ class RuntimeManager:
     async def send_input(self, execution_id: str, data: bytes) -> None:
         live = self.get_live(execution_id)
         await live.link.send_input(data)
+
+
+def store_screen(snap: LiveScreen, now_ms: int) -> ScreenSnapshot:
+    row, col = snap.cursor
+    return ScreenSnapshot(snapshot=snap.revision, text=snap.text, rows=snap.rows, cols=snap.cols,
+                          cursor_row=row, cursor_col=col, fidelity=snap.fidelity,
+                          title=snap.title or None, captured_unix_ms=now_ms,
+                          truncated=bool(snap.trimmed_lines))
 
 
 def parse_signal(value: int | str) -> int:

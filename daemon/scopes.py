@@ -36,6 +36,10 @@ class ThreadRecord(msgspec.Struct, kw_only=True):
     tools: list[str] | None = None
     created_unix_ms: int = 0
     schema: int = 1
+    #: The thread's persistent shell (BashCommand): its execution and its marker nonce.
+    #: Internal: never shown to clients.
+    shell_execution_id: str | None = None
+    shell_nonce: str | None = None
 
     @property
     def scope(self) -> str:
@@ -111,6 +115,15 @@ class Scopes:
         self._save(thread)
         self._by_id[thread.thread_id] = thread
         return thread, False
+
+    def update(self, thread: ThreadRecord, **changes) -> ThreadRecord:
+        thread = msgspec.structs.replace(thread, **changes)
+        self._by_id[thread.thread_id] = thread
+        self._save(thread)
+        return thread
+
+    def all(self) -> list[ThreadRecord]:
+        return list(self._by_id.values())
 
     def check(self, thread_id: str, workspace_root: str) -> ThreadRecord:
         """The thread for this exact pair, or `not_found` (identical for every mismatch)."""

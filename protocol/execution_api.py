@@ -165,3 +165,28 @@ class ResolveParams(Scoped, kw_only=True):
 
 class ResolveResult(msgspec.Struct, kw_only=True):
     execution_id: str
+
+
+# --- screen ------------------------------------------------------------------------------------
+
+
+class ScreenParams(Scoped, kw_only=True):
+    """The current screen of an execution (`vigil screen`); `ansi` adds colours and modes
+    (live executions only: an exited one keeps its text)."""
+
+    execution_id: str
+    ansi: bool = False
+
+
+class ScreenResult(msgspec.Struct, kw_only=True):
+    execution_id: str
+    text: str
+    rows: int
+    cols: int
+    cursor: tuple[int, int]
+    fidelity: str
+    title: str
+    live: bool
+    revision: int = 0
+    alt_screen: bool = False
+    ansi: str | None = None

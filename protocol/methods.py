@@ -10,7 +10,7 @@ from __future__ import annotations
 import msgspec
 from typing import Any
 
-from . import daemon_api, execution_api, scope_api
+from . import daemon_api, execution_api, scope_api, shell_api
 
 
 class Method(msgspec.Struct, frozen=True):
@@ -53,3 +53,7 @@ register("signal", execution_api.SignalParams, execution_api.SignalResult,
          "Send a signal to an execution's process group.")
 register("resolve", execution_api.ResolveParams, execution_api.ResolveResult,
          "Expand a unique execution id prefix within a scope.")
+register("screen", execution_api.ScreenParams, execution_api.ScreenResult,
+         "The current screen of an execution, as text or with ANSI attributes.")
+register("BashCommand", shell_api.BashCommandParams, shell_api.BashCommandResult,
+         "Run a command in the thread's persistent shell, check it, or send it input.")

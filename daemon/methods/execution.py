@@ -23,6 +23,8 @@ from vigil.protocol.execution_api import (
     ReadAction,
     ResolveParams,
     ResolveResult,
+    ScreenParams,
+    ScreenResult,
     RunParams,
     RunResult,
     SignalParams,
@@ -179,3 +181,28 @@ def install(dispatcher: Dispatcher, *, scopes: Scopes, store: Store, runtimes: R
                              f"prefix {params.prefix!r} matches {len(matches)} executions; "
                              "give more characters", {"matches": matches[:10]})
         return ResolveResult(execution_id=matches[0])
+
+    @dispatcher.route("screen")
+    async def screen(ctx: CallContext, params: ScreenParams) -> ScreenResult:
+        thread = scopes.check(params.thread_id, params.workspace_root)
+        eid = _execution_id(params.execution_id, "params.execution_id")
+        record = await in_thread(store.get, thread.scope, eid)
+        if record is None:
+            raise ExecutionNotFound()
+        live = runtimes.live.get(eid)
+        if live is not None and live.screen is not None:
+            snap = live.screen.snapshot()
+            return ScreenResult(
+                execution_id=eid, text=snap.text, rows=snap.rows, cols=snap.cols,
+                cursor=snap.cursor, fidelity=snap.fidelity, title=snap.title, live=True,
+                revision=snap.revision, alt_screen=snap.alt_screen,
+                ansi=live.screen.keeper.ansi() if params.ansi else None)
+        stored = await in_thread(store.get_screen, thread.scope, eid)
+        if stored is None:
+            return ScreenResult(execution_id=eid, text="", rows=record.rows or 0,
+                                cols=record.cols or 0, cursor=(0, 0), fidelity="exact",
+                                title="", live=False)
+        return ScreenResult(execution_id=eid, text=stored.text, rows=stored.rows,
+                            cols=stored.cols, cursor=(stored.cursor_row, stored.cursor_col),
+                            fidelity=stored.fidelity, title=stored.title or "", live=False,
+                            revision=stored.snapshot)

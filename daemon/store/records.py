@@ -26,7 +26,7 @@ from .errors import InvalidArgument, StoreError
 RECORD_SCHEMA = 1
 
 Status = Literal["running", "exited", "unknown"]
-Kind = Literal["standalone", "shell"]
+Kind = Literal["standalone", "shell", "shell_command"]
 TERMINAL_STATUSES = frozenset({"exited", "unknown"})
 
 
@@ -101,6 +101,10 @@ class ExecutionRecord(msgspec.Struct, kw_only=True, frozen=True):
     screen_snapshot: int = 0
     #: Store-managed: seq of this execution's latest 'output' change entry (coalescing).
     output_change_seq: int = 0
+    #: For a command of a persistent shell: the offset in the shell's output stream where
+    #: this command's own output begins (None until the shell announced the start). Added
+    #: with a default, so schema-1 records without it still decode.
+    shell_offset: int | None = None
 
     @property
     def is_terminal(self) -> bool:

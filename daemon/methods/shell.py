@@ -1,0 +1,81 @@
+"""`BashCommand`: the thread's persistent shell."""
+
+from __future__ import annotations
+
+from vigil.protocol.errors import ErrorCode, VigilError
+from vigil.protocol.settings import Settings
+from vigil.protocol.shell_api import (
+    BashCommandParams,
+    BashCommandResult,
+    CommandAction,
+    SendAsciiAction,
+    SendSpecialsAction,
+    SendTextAction,
+    StatusCheckAction,
+)
+
+from ..dispatch import CallContext, Dispatcher
+from ..runtimes import RuntimeManager
+from ..scopes import Scopes
+from ..shell import ShellManager, special_key
+
+
+def install(dispatcher: Dispatcher, *, scopes: Scopes, shells: ShellManager,
+            runtimes: RuntimeManager, settings: Settings) -> None:
+    @dispatcher.route("BashCommand")
+    async def bash_command(ctx: CallContext, params: BashCommandParams) -> BashCommandResult:
+        thread = scopes.check(params.thread_id, params.workspace_root)
+        wait = params.wait_for_seconds
+        if wait is None:
+            wait = settings.bash_wait_default_seconds
+        if not 0 <= wait <= settings.bash_wait_max_seconds:
+            raise VigilError(ErrorCode.INVALID_REQUEST,
+                             f"wait_for_seconds must be between 0 and {settings.bash_wait_max_seconds:g}",
+                             {"field": "params.wait_for_seconds"})
+        action = params.action
+        if isinstance(action, CommandAction):
+            if action.is_background:
+                session = await shells.session(thread)
+                record = await runtimes.start(
+                    scope=thread.scope, thread_id=thread.thread_id,
+                    workspace_root=thread.workspace_root, argv=["bash", "-c", action.command],
+                    command=action.command, cwd=session.cwd, env={}, rows=None, cols=None,
+                    name="background")
+                result = shells.result(session)
+                return BashCommandResult(
+                    status="background", generation=session.generation,
+                    execution_id=record.execution_id, shell_execution_id=session.shell_eid,
+                    cwd=session.cwd)
+            if params.generation is not None:
+                raise VigilError(ErrorCode.INVALID_REQUEST,
+                                 "generation is for input actions; a command starts a new one",
+                                 {"field": "params.generation"})
+            session = await shells.command(thread, action.command)
+            await shells.wait(session, wait)
+            return shells.result(session)
+        if isinstance(action, StatusCheckAction):
+            session = await shells.session(thread)
+            await shells.wait(session, wait)
+            return shells.result(session)
+        if isinstance(action, SendTextAction):
+            data = action.text.encode("utf-8", "surrogateescape")
+            if len(data) > settings.bash_text_max_bytes:
+                raise VigilError(ErrorCode.INVALID_REQUEST,
+                                 f"text must be at most {settings.bash_text_max_bytes} bytes",
+                                 {"field": "params.action.text"})
+        elif isinstance(action, SendSpecialsAction):
+            if not action.keys:
+                raise VigilError(ErrorCode.INVALID_REQUEST, "keys is empty",
+                                 {"field": "params.action.keys"})
+            data = b"".join(special_key(k) for k in action.keys)
+        elif isinstance(action, SendAsciiAction):
+            if not action.codes or any(not 0 <= c <= 255 for c in action.codes):
+                raise VigilError(ErrorCode.INVALID_REQUEST,
+                                 "codes must be a non-empty list of integers 0..255",
+                                 {"field": "params.action.codes"})
+            data = bytes(action.codes)
+        else:  # pragma: no cover - the tagged union admits nothing else
+            raise VigilError(ErrorCode.INVALID_REQUEST, "unknown action", {"field": "params.action"})
+        session = await shells.send(thread, data, params.generation)
+        await shells.wait(session, wait)
+        return shells.result(session)
