@@ -212,7 +212,92 @@ def cmd_screen(args: argparse.Namespace) -> int:
     return output.OK
 
 
+def cmd_attach(args: argparse.Namespace) -> int:
+    from .attach import DEFAULT_DETACH, attach, parse_detach_key
+
+    try:
+        key = parse_detach_key(args.detach_key) if args.detach_key else DEFAULT_DETACH
+    except ValueError as exc:
+        raise VigilError(ErrorCode.INVALID_REQUEST, str(exc)) from None
+    client, scope = _scope(args)
+    with client:
+        eid = scope.resolve(args.id)
+        why = attach(scope, eid, key)
+    sys.stderr.write(f"\r\n[vigil: {why} from {eid[:12]}]\r\n")
+    return output.OK
+
+
+def cmd_send(args: argparse.Namespace) -> int:
+    client, scope = _scope(args)
+    with client:
+        eid = scope.resolve(args.id)
+        result = scope.call("input", execution_id=eid, text=args.text,
+                            keys=["Enter"] if args.enter else [])
+    output.emit(result, args.json, lambda r: "")
+    return output.OK
+
+
+def cmd_keys(args: argparse.Namespace) -> int:
+    client, scope = _scope(args)
+    with client:
+        eid = scope.resolve(args.id)
+        result = scope.call("input", execution_id=eid, keys=args.keys)
+    output.emit(result, args.json, lambda r: "")
+    return output.OK
+
+
+def cmd_sh(args: argparse.Namespace) -> int:
+    """Run COMMAND in this workspace's CLI thread shell (BashCommand), or attach to it."""
+    client, scope = _scope(args)
+    with client:
+        if not args.command:
+            result = scope.call("BashCommand", action={"type": "status_check"}, wait_for_seconds=0)
+            from .attach import attach
+
+            why = attach(scope, result["shell_execution_id"])
+            sys.stderr.write(f"\r\n[vigil: {why} from the shell]\r\n")
+            return output.OK
+        text = " ".join(args.command)
+        result = scope.call("BashCommand", action={"type": "command", "command": text},
+                            wait_for_seconds=args.timeout)
+    if args.json:
+        output.emit(result, True)
+    else:
+        sys.stdout.write(result["output"].replace("\r\n", "\n"))
+        if result["status"] == "running":
+            sys.stderr.write(f"vigil: still running (generation {result['generation']}, "
+                             f"execution {result['execution_id'][:12]})\n")
+            return output.FAILED
+    return result["exit_code"] if result["status"] == "completed" else output.OK
+
+
 def add_parsers(sub, json_flag) -> None:
+    p = sub.add_parser("attach", help="watch and type into a live execution (detach: Ctrl-\\)")
+    p.add_argument("id", help="execution id or a unique prefix")
+    p.add_argument("--detach-key", default=None, help="detach key, e.g. Ctrl-] (default Ctrl-\\)")
+    p.set_defaults(handler=cmd_attach)
+
+    p = sub.add_parser("send", help="type text into an execution's terminal")
+    p.add_argument("id", help="execution id or a unique prefix")
+    p.add_argument("text")
+    p.add_argument("--enter", action="store_true", help="press Enter after the text")
+    json_flag(p)
+    p.set_defaults(handler=cmd_send)
+
+    p = sub.add_parser("keys", help="press named keys (Enter, Ctrl-c, Key-up, Tab, Escape…)")
+    p.add_argument("id", help="execution id or a unique prefix")
+    p.add_argument("keys", nargs="+")
+    json_flag(p)
+    p.set_defaults(handler=cmd_keys)
+
+    p = sub.add_parser("sh", help="run COMMAND in this workspace's persistent shell "
+                                  "(no COMMAND: attach to it)")
+    p.add_argument("command", nargs=argparse.REMAINDER)
+    p.add_argument("--timeout", type=float, default=300.0,
+                   help="seconds to wait for the command (default 300)")
+    json_flag(p)
+    p.set_defaults(handler=cmd_sh)
+
     p = sub.add_parser("screen", help="print an execution's current screen")
     p.add_argument("id", help="execution id or a unique prefix")
     p.add_argument("--ansi", action="store_true", help="with colours and attributes (live only)")

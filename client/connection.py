@@ -107,6 +107,14 @@ class Client:
             else:
                 self._replies[message.id] = message
 
+    def pump_once(self) -> list[Any]:
+        """One receive (blocking unless data is ready): returns pushed event params that
+        arrived; replies are kept for `receive`. For select()-driven loops such as attach."""
+        self._pump()
+        events = [e.params for e in self._events]
+        self._events.clear()
+        return events
+
     def fileno(self) -> int:
         return self._sock.fileno()
 

@@ -39,10 +39,20 @@ class CallContext:
     method: str
     request_id: int | str | None
     connection: Any = None  # the daemon-side connection object (for subscriptions/attach)
+    #: `await send(frame)` on this call's connection (for handlers that push events).
+    send: Any = None
     extras: dict[str, Any] = field(default_factory=dict)
 
 
 Handler = Callable[[CallContext, Any], Awaitable[Any]]
+
+
+class _Answered:
+    """Returned by a handler that already sent its answer itself (e.g. `attach`, which
+    answers first and then streams events on the same call)."""
+
+
+ANSWERED = _Answered()
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,6 +94,8 @@ class Dispatcher:
         try:
             params = conn.decode_params(raw_params, route.method.params)
             result = await route.handler(ctx, params)
+            if result is ANSWERED:
+                return b""
             return conn.send_result(rid, result)
         except VigilError as exc:
             code = exc.code.value if isinstance(exc.code, ErrorCode) else str(exc.code)

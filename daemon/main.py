@@ -31,6 +31,7 @@ from .dispatch import Dispatcher
 from .lifecycle import LifecycleBus
 from .methods import daemon_info, execution, scope
 from .methods import shell as shell_methods
+from .methods import terminal
 from .runtimes import RuntimeManager
 from .scopes import Scopes, ThreadRecord
 from .server import Server
@@ -84,6 +85,7 @@ async def serve(state: DaemonState, claim: rendezvous.Claim, ready_fd: int | Non
     runtimes.on_ended.append(shells.shell_ended)
     dispatcher = Dispatcher()
     daemon_info.install(dispatcher, state)
+    terminal.install(dispatcher, scopes=scopes, store=store, runtimes=runtimes, settings=settings)
     shell_methods.install(dispatcher, scopes=scopes, shells=shells, runtimes=runtimes,
                           settings=settings)
     scope.install(dispatcher, scopes)

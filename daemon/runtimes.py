@@ -56,6 +56,44 @@ _SERVICE_ENV = ("LISTEN_PID", "LISTEN_FDS", "LISTEN_FDNAMES", "NOTIFY_SOCKET",
                 "INVOCATION_ID", "JOURNAL_STREAM", "WATCHDOG_PID", "WATCHDOG_USEC")
 
 
+class Viewer:
+    """One attached human: a bounded byte queue; a viewer that falls behind is dropped."""
+
+    def __init__(self, capacity: int):
+        self.capacity = capacity
+        self.chunks: list[bytes] = []
+        self.size = 0
+        self.ready = trio.Event()
+        self.closed: str | None = None
+
+    def offer(self, data: bytes) -> None:
+        if self.closed:
+            return
+        if self.size + len(data) > self.capacity:
+            self.close("dropped")
+            return
+        self.chunks.append(data)
+        self.size += len(data)
+        self.ready.set()
+
+    def close(self, reason: str) -> None:
+        if not self.closed:
+            self.closed = reason
+            self.ready.set()
+
+    async def get(self) -> bytes | None:
+        """Everything queued so far, or None once closed and drained."""
+        while not self.chunks:
+            if self.closed:
+                return None
+            self.ready = trio.Event()
+            await self.ready.wait()
+        data = b"".join(self.chunks)
+        self.chunks.clear()
+        self.size = 0
+        return data
+
+
 @dataclass
 class Live:
     """Runtime-only state of one execution whose guardian the daemon is attached to."""
@@ -64,7 +102,7 @@ class Live:
     link: GuardianLink | None = None
     screen: ScreenTask | None = None
     #: Humans attached to the terminal: while there are any, they answer terminal queries.
-    viewers: int = 0
+    viewers: set[Viewer] = field(default_factory=set)
     #: Called with (offset, data) for every Output, before ingest (the persistent shell's
     #: marker scanner hangs here).
     observers: list[Any] = field(default_factory=list)
@@ -208,6 +246,8 @@ class RuntimeManager:
                 with trio.CancelScope(shield=True):
                     await live.link.aclose()
             self.live.pop(eid, None)
+            for viewer in live.viewers:
+                viewer.close("exited")
             if live.record.is_terminal:
                 for callback in self.on_ended:
                     callback(live.record)
@@ -246,6 +286,8 @@ class RuntimeManager:
                             observer(msg.offset, msg.data)
                         self.ingest.add_output(eid, msg.offset, msg.data)
                         live.screen.feed(msg.data)
+                        for viewer in tuple(live.viewers):
+                            viewer.offer(msg.data)
                         replies = live.screen.take_replies()
                         if replies and not live.viewers:
                             # A TUI asking "who are you?" (DA) or "where is the cursor?"
@@ -356,7 +398,18 @@ class RuntimeManager:
 
     async def send_input(self, execution_id: str, data: bytes) -> None:
         live = self.get_live(execution_id)
-        await live.link.send_input(data)
+        try:
+            await live.link.send_input(data)
+        except GuardianError as exc:
+            raise VigilError(ErrorCode.CONFLICT, f"the guardian did not take the input: {exc.message}",
+                             {"execution_id": execution_id}) from None
+
+    async def resize(self, execution_id: str, rows: int, cols: int) -> None:
+        live = self.get_live(execution_id)
+        await live.link.resize(rows, cols)
+        if live.screen is not None:
+            live.screen.keeper.resize(rows, cols)
+        self.ingest.set_fields(execution_id, rows=rows, cols=cols)
 
 
 def store_screen(snap: LiveScreen, now_ms: int) -> ScreenSnapshot:

@@ -93,6 +93,8 @@ class Server:
         send_lock = trio.Lock()
 
         async def send(frame: bytes) -> None:
+            if not frame:
+                return
             async with send_lock:
                 await stream.send_all(frame)
 
@@ -116,7 +118,7 @@ class Server:
                 while (event := conn.next_event()) is not None:
                     if isinstance(event, RequestReceived):
                         route = self.dispatcher.get(event.method)
-                        ctx = CallContext(peer, event.method, event.id, conn)
+                        ctx = CallContext(peer, event.method, event.id, conn, send)
                         if route is None or route.inline:
                             await send(await self.dispatcher.dispatch(conn, ctx, route, event.params))
                         else:

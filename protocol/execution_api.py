@@ -190,3 +190,51 @@ class ScreenResult(msgspec.Struct, kw_only=True):
     revision: int = 0
     alt_screen: bool = False
     ansi: str | None = None
+
+
+# --- input, resize, attach --------------------------------------------------------------------------
+
+
+class InputParams(Scoped, kw_only=True):
+    """Send bytes to an execution's terminal: `text` (UTF-8), then named `keys`, then `data`."""
+
+    execution_id: str
+    text: str = ""
+    keys: list[str] = []
+    data: bytes = b""
+    #: When set, refused as stale unless it is the execution's current generation.
+    generation: int | None = None
+
+
+class InputResult(msgspec.Struct, kw_only=True):
+    execution_id: str
+    bytes_sent: int
+
+
+class ResizeParams(Scoped, kw_only=True):
+    execution_id: str
+    rows: int
+    cols: int
+
+
+class ResizeResult(msgspec.Struct, kw_only=True):
+    execution_id: str
+    rows: int
+    cols: int
+
+
+class AttachParams(Scoped, kw_only=True):
+    """Become a live viewer: the answer repaints the screen, then `event`s carry output
+    (`{kind: "output", data}`) until `{kind: "exited"}` or `{kind: "dropped"}` (a viewer
+    that stops reading is dropped, never slowing the child). Close the connection to detach."""
+
+    execution_id: str
+    rows: int | None = None
+    cols: int | None = None
+
+
+class AttachResult(msgspec.Struct, kw_only=True):
+    execution_id: str
+    repaint: str
+    rows: int
+    cols: int

@@ -57,3 +57,9 @@ register("screen", execution_api.ScreenParams, execution_api.ScreenResult,
          "The current screen of an execution, as text or with ANSI attributes.")
 register("BashCommand", shell_api.BashCommandParams, shell_api.BashCommandResult,
          "Run a command in the thread's persistent shell, check it, or send it input.")
+register("input", execution_api.InputParams, execution_api.InputResult,
+         "Send text, named keys or bytes to an execution's terminal.")
+register("resize", execution_api.ResizeParams, execution_api.ResizeResult,
+         "Resize an execution's terminal.")
+register("attach", execution_api.AttachParams, execution_api.AttachResult,
+         "Watch an execution live: repaint, then output events until it exits.")

@@ -1,0 +1,86 @@
+"""`vigil attach`: a human at a live execution's terminal, as tmux/dtach attach does.
+
+The local terminal goes to raw mode, the current screen is repainted, keystrokes are
+relayed and output is shown live; window size changes follow (SIGWINCH). The detach key
+(Ctrl-\\ by default, `--detach-key`) leaves the execution running. The daemon drops a viewer
+that stops reading rather than letting it slow the child.
+"""
+
+from __future__ import annotations
+
+import os
+import select
+import signal
+import sys
+import termios
+import tty
+
+DEFAULT_DETACH = b"\x1c"  # Ctrl-\
+
+
+def parse_detach_key(spec: str) -> bytes:
+    """'C-\\\\' / 'Ctrl-]' / '^]' → the control byte."""
+    s = spec.strip()
+    for prefix in ("ctrl-", "c-", "^"):
+        if s.lower().startswith(prefix):
+            ch = s[len(prefix):]
+            if len(ch) == 1 and (ch.isalpha() or ch in "[\\]^_@"):
+                return bytes([ord(ch.upper()) & 0x1F])
+    raise ValueError(f"detach key must look like Ctrl-\\ or ^], got {spec!r}")
+
+
+def attach(scope, execution_id: str, detach_key: bytes = DEFAULT_DETACH,
+           stdin_fd: int | None = None, stdout=None) -> str:
+    """Run the attach loop; returns why it ended: 'detached', 'exited' or 'dropped'."""
+    stdin_fd = sys.stdin.fileno() if stdin_fd is None else stdin_fd
+    stdout = stdout or sys.stdout.buffer
+    client = scope.client
+    is_tty = os.isatty(stdin_fd)
+    rows, cols = _size(stdin_fd)
+    result = client.call("attach", scope.params(execution_id=execution_id, rows=rows, cols=cols))
+    saved = termios.tcgetattr(stdin_fd) if is_tty else None
+    resized = []
+    old_handler = signal.signal(signal.SIGWINCH, lambda *_: resized.append(1))
+    try:
+        if is_tty:
+            tty.setraw(stdin_fd)
+        stdout.write(result["repaint"].encode("utf-8", "surrogateescape"))
+        stdout.flush()
+        while True:
+            if resized:
+                resized.clear()
+                r, c = _size(stdin_fd)
+                client.send("resize", scope.params(execution_id=execution_id, rows=r, cols=c))
+            try:
+                ready, _, _ = select.select([stdin_fd, client.fileno()], [], [])
+            except InterruptedError:
+                continue
+            if stdin_fd in ready:
+                data = os.read(stdin_fd, 4096)
+                if not data:
+                    return "detached"
+                if detach_key in data:
+                    before = data[: data.index(detach_key)]
+                    if before:
+                        client.send("input", scope.params(execution_id=execution_id, data=before))
+                    return "detached"
+                client.send("input", scope.params(execution_id=execution_id, data=data))
+            if client.fileno() in ready:
+                for event in client.pump_once():
+                    if event.get("kind") == "output":
+                        stdout.write(event["data"])
+                        stdout.flush()
+                    elif event.get("kind") in ("exited", "dropped"):
+                        return event["kind"]
+    finally:
+        signal.signal(signal.SIGWINCH, old_handler)
+        if saved is not None:
+            termios.tcsetattr(stdin_fd, termios.TCSADRAIN, saved)
+
+
+def _size(fd: int) -> tuple[int | None, int | None]:
+    try:
+        size = os.get_terminal_size(fd)
+        return size.lines, size.columns
+    except OSError:
+        return None, None
