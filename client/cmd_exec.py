@@ -271,7 +271,75 @@ def cmd_sh(args: argparse.Namespace) -> int:
     return result["exit_code"] if result["status"] == "completed" else output.OK
 
 
+WAIT_EVENTS = ("state", "output", "exited", "awaiting_input", "awaiting_approval", "busy", "unknown")
+
+
+def cmd_wait(args: argparse.Namespace) -> int:
+    client, scope = _scope(args)
+    with client:
+        ids = [scope.resolve(i) for i in args.ids]
+        action: dict[str, Any] = {"type": "wait", "execution_ids": ids,
+                                  "timeout_seconds": args.timeout}
+        if args.for_:
+            action["events"] = args.for_
+        # The baseline is "now": a state already reached counts too, so look first.
+        listing = scope.execution({"type": "observe", "timeout_seconds": args.timeout,
+                                   "items": [{"execution_id": i, "page_bytes": 4} for i in ids]})
+        for item in listing["data"]["items"]:
+            ex = item.get("execution") or {}
+            if args.for_ and (ex.get("recognized_state") in args.for_ or
+                              ("exited" in args.for_ and ex.get("status") == "exited")):
+                output.emit({"outcome": "already", "executions": [ex]}, args.json,
+                            lambda r: f"{ex['execution_id'][:12]} {ex.get('recognized_state')}")
+                return output.OK
+        action["after"] = listing["data"]["catalog_cursor"]
+        data = scope.execution(action)["data"]
+
+    def human(d):
+        if d["outcome"] != "changed":
+            return d["outcome"]
+        return "\n".join(f"{c['execution_id'][:12]} {c['what']}" + (f" {c['state']}" if c["state"] else "")
+                         for c in d["changes"])
+
+    output.emit(data, args.json, human)
+    return output.OK if data["outcome"] == "changed" else output.FAILED
+
+
+def cmd_explain(args: argparse.Namespace) -> int:
+    client, scope = _scope(args)
+    with client:
+        eid = scope.resolve(args.id)
+        data = scope.execution({"type": "explain", "execution_id": eid,
+                                "recognizer": args.recognizer})["data"]
+
+    def human(d):
+        return "\n".join([
+            f"recognizer  {d['recognizer']} ({d['selected_by']})",
+            f"state       {d['state']} (reported: {d['reported_state']})",
+            f"source      {d['source']}, {d['detection_source']}",
+            f"rule        {d['rule']} (priority {d['priority']})" if d["rule"] else f"reason      {d['reason']}",
+            f"foreground  {d['observation']['foreground']}",
+        ])
+
+    output.emit(data, args.json, human)
+    return output.OK
+
+
 def add_parsers(sub, json_flag) -> None:
+    p = sub.add_parser("wait", help="wait for a change of one or more executions")
+    p.add_argument("ids", nargs="+", metavar="ID")
+    p.add_argument("--for", dest="for_", action="append", choices=WAIT_EVENTS,
+                   help="only these events/states (repeatable)")
+    p.add_argument("--timeout", type=float, default=30.0, help="seconds, 0–30 (default 30)")
+    json_flag(p)
+    p.set_defaults(handler=cmd_wait)
+
+    p = sub.add_parser("explain", help="how turn recognition sees an execution")
+    p.add_argument("id", help="execution id or a unique prefix")
+    p.add_argument("--recognizer", default="auto")
+    json_flag(p)
+    p.set_defaults(handler=cmd_explain)
+
     p = sub.add_parser("attach", help="watch and type into a live execution (detach: Ctrl-\\)")
     p.add_argument("id", help="execution id or a unique prefix")
     p.add_argument("--detach-key", default=None, help="detach key, e.g. Ctrl-] (default Ctrl-\\)")

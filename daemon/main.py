@@ -36,6 +36,9 @@ from .runtimes import RuntimeManager
 from .scopes import Scopes, ThreadRecord
 from .server import Server
 from .shell import ShellManager
+from .observe import Observer
+from .recognition import Recognition
+from vigil.daemon.recognize import Registry
 from .state import DaemonState
 
 log = logging.getLogger("vigild")
@@ -83,6 +86,18 @@ async def serve(state: DaemonState, claim: rendezvous.Claim, ready_fd: int | Non
                           shell_dir=os.path.join(paths.guardian_dir(), "shells"))
     runtimes.settle_commands = shells.recover_commands
     runtimes.on_ended.append(shells.shell_ended)
+    registry = Registry()
+    for error in registry.errors:
+        log.warning("recognizer manifest rejected: %s", error)
+
+    def recognition_for(live):
+        eid = live.record.execution_id
+        pid = live.record.runtime.child_pid if live.record.runtime else None
+        return Recognition(registry, settings, pid,
+                           lambda state: runtimes.ingest.set_fields(eid, recognized_state=state))
+
+    runtimes.recognition_factory = recognition_for
+    observer = Observer(store, runtimes, bus, registry, settings)
     dispatcher = Dispatcher()
     daemon_info.install(dispatcher, state)
     terminal.install(dispatcher, scopes=scopes, store=store, runtimes=runtimes, settings=settings)
@@ -90,7 +105,7 @@ async def serve(state: DaemonState, claim: rendezvous.Claim, ready_fd: int | Non
                           settings=settings)
     scope.install(dispatcher, scopes)
     execution.install(dispatcher, scopes=scopes, store=store, runtimes=runtimes, bus=bus,
-                      settings=settings)
+                      settings=settings, observer=observer)
     server = Server(state, dispatcher)
     with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
         async with trio.open_nursery() as nursery:

@@ -101,6 +101,7 @@ class Live:
     record: ExecutionRecord
     link: GuardianLink | None = None
     screen: ScreenTask | None = None
+    recognition: Any = None
     #: Humans attached to the terminal: while there are any, they answer terminal queries.
     viewers: set[Viewer] = field(default_factory=set)
     #: Called with (offset, data) for every Output, before ingest (the persistent shell's
@@ -145,6 +146,8 @@ class RuntimeManager:
         #: Non-terminal records that belong to another runtime (shell commands), handed to
         #: `settle_commands` after recovery.
         self.settle_commands: Any = None
+        #: Set by the daemon: builds a `Recognition` for a live runtime (None: no recognizers).
+        self.recognition_factory: Any = None
 
     # --- task tree ------------------------------------------------------------------------
 
@@ -274,9 +277,13 @@ class RuntimeManager:
         keeper = ScreenKeeper(welcome.rows, welcome.cols, self.settings)
         live.screen = ScreenTask(keeper, self.settings,
                                  lambda snap, quiet: self._screen_changed(live, snap))
+        if self.recognition_factory is not None:
+            live.recognition = self.recognition_factory(live)
         async with trio.open_nursery() as nursery:
             nursery.start_soon(self._acknowledge, live)
             await nursery.start(live.screen.run)
+            if live.recognition is not None:
+                nursery.start_soon(live.recognition.run)
             try:
                 while True:
                     msg = await link.receive()
@@ -323,8 +330,11 @@ class RuntimeManager:
         self._screen_changed(live, keeper.snapshot())
 
     def _screen_changed(self, live: Live, snap: LiveScreen) -> None:
-        """Persist the screen with the next ingest batch (the store skips identical ones)."""
+        """Persist the screen with the next ingest batch (the store skips identical ones),
+        and let the recognizer look at it."""
         self.ingest.set_screen(live.record.execution_id, store_screen(snap, self.store.clock()))
+        if live.recognition is not None:
+            live.recognition.observe(snap)
 
     async def _acknowledge(self, live: Live) -> None:
         """Tell the guardian what is durable, so its exit tail stays small and exact."""
@@ -343,7 +353,7 @@ class RuntimeManager:
         eid = live.record.execution_id
         self.ingest.set_fields(eid, status="exited", exit_code=status.exit_code,
                                signal=status.signal, ended_unix_ms=status.ended_unix_ms,
-                               output_pending=False)
+                               output_pending=False, recognized_state="exited")
         await self.ingest.flush()
 
     async def _settle_lost(self, live: Live, reason: str) -> None:
@@ -368,7 +378,8 @@ class RuntimeManager:
                 await trio.to_thread.run_sync(delete_exit_records, self.records_dir,
                                               runtime.runtime_id)
                 return
-        self.ingest.set_fields(eid, status="unknown", unknown_reason=reason, output_pending=False)
+        self.ingest.set_fields(eid, status="unknown", unknown_reason=reason, output_pending=False,
+                               recognized_state="unknown")
         await self.ingest.flush()
 
     # --- called by Ingest after each commit -------------------------------------------------

@@ -105,7 +105,41 @@ class ReadAction(msgspec.Struct, tag_field="type", tag="read", kw_only=True):
     wait_seconds: float = 0.0
 
 
-ExecutionAction = ListAction | GetAction | ReadAction
+class ObserveItem(msgspec.Struct, kw_only=True):
+    execution_id: str
+    source: Literal["output", "screen", "detection"] = "output"
+    page_bytes: int | None = None
+    cursor: str | None = None
+
+
+class ObserveAction(msgspec.Struct, tag_field="type", tag="observe", kw_only=True):
+    """Compact status and a page for 1–32 items, in one catalog transaction."""
+
+    items: list[ObserveItem]
+    timeout_seconds: float | None = None
+
+
+WaitEvent = Literal["state", "output", "exited", "awaiting_input", "awaiting_approval", "busy",
+                    "unknown"]
+
+
+class WaitAction(msgspec.Struct, tag_field="type", tag="wait", kw_only=True):
+    """Wait for changes of up to 32 executions after a catalog cursor."""
+
+    execution_ids: list[str]
+    after: str | None = None
+    timeout_seconds: float | None = None
+    events: list[WaitEvent] | None = None
+
+
+class ExplainAction(msgspec.Struct, tag_field="type", tag="explain", kw_only=True):
+    """How turn recognition sees an execution now."""
+
+    execution_id: str
+    recognizer: str = "auto"
+
+
+ExecutionAction = ListAction | GetAction | ReadAction | ObserveAction | WaitAction | ExplainAction
 
 
 class ExecutionParams(Scoped, kw_only=True):

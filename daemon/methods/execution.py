@@ -19,8 +19,11 @@ from vigil.protocol.execution_api import (
     ExecutionParams,
     ExecutionResult,
     GetAction,
+    ExplainAction,
     ListAction,
+    ObserveAction,
     ReadAction,
+    WaitAction,
     ResolveParams,
     ResolveResult,
     ScreenParams,
@@ -57,7 +60,7 @@ def _dimension(value: int | None, field: str) -> int | None:
 
 
 def install(dispatcher: Dispatcher, *, scopes: Scopes, store: Store, runtimes: RuntimeManager,
-            bus: LifecycleBus, settings: Settings) -> None:
+            bus: LifecycleBus, settings: Settings, observer) -> None:
     async def in_thread(fn, *args):
         return await trio.to_thread.run_sync(fn, *args)
 
@@ -112,6 +115,12 @@ def install(dispatcher: Dispatcher, *, scopes: Scopes, store: Store, runtimes: R
             return ExecutionResult(data={"execution": execution_view(record)})
         if isinstance(action, ReadAction):
             return ExecutionResult(data={"page": await _read(scope, action)})
+        if isinstance(action, ObserveAction):
+            return await observer.observe(scope, action)
+        if isinstance(action, WaitAction):
+            return await observer.wait(scope, action)
+        if isinstance(action, ExplainAction):
+            return await observer.explain(scope, action)
         raise _bad(f"unsupported action {type(action).__name__}", "params.action.type")
 
     async def _read(scope: str, action: ReadAction) -> dict:

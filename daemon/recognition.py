@@ -1,0 +1,87 @@
+"""Recognition on live runtimes: each screen change is evaluated by the recognizer chosen
+for the runtime (`auto` by default) and debounced; a *reported* state change is persisted
+as `recognized_state`, which the catalog turns into a 'state' change for `wait`.
+
+Evaluation is cheap (built-in manifests ≤ 1 ms p50) and runs in the trio thread on the
+screen keeper's callback, never on the ingest path. A debounced idle state is confirmed
+by re-evaluating at the debouncer's due time even when the screen stays quiet.
+"""
+
+from __future__ import annotations
+
+import os
+
+import msgspec
+import trio
+
+from vigil.daemon.recognize import IdleDebouncer, RecognitionInput, Registry
+from vigil.daemon.screen.snapshot import ScreenSnapshot as LiveScreen
+from vigil.protocol.settings import Settings
+
+
+def foreground_of(child_pid: int) -> tuple[str | None, tuple[str, ...]]:
+    """The PTY's foreground process (comm, argv), read from /proc: field 8 of the child's
+    stat is the terminal's foreground process group (tpgid)."""
+    try:
+        with open(f"/proc/{child_pid}/stat", "rb") as f:
+            stat = f.read()
+        tpgid = int(stat.rsplit(b")", 1)[1].split()[5])
+        if tpgid <= 0:
+            return None, ()
+        with open(f"/proc/{tpgid}/comm", "rb") as f:
+            comm = f.read().strip().decode(errors="replace")
+        with open(f"/proc/{tpgid}/cmdline", "rb") as f:
+            argv = tuple(a.decode(errors="replace") for a in f.read().split(b"\0") if a)
+        return comm, argv
+    except (OSError, ValueError, IndexError):
+        return None, ()
+
+
+def recognition_input(snap: LiveScreen, child_pid: int | None, *, exited: bool = False,
+                      exit_code: int | None = None) -> RecognitionInput:
+    comm, argv = foreground_of(child_pid) if child_pid and not exited else (None, ())
+    return RecognitionInput(
+        lines=[line.ljust(snap.cols) for line in snap.lines], title=snap.title or "",
+        cursor=snap.cursor, alt_screen=snap.alt_screen, foreground=comm, foreground_argv=argv,
+        exited=exited, exit_code=exit_code)
+
+
+class Recognition:
+    """One live runtime's recognizer state."""
+
+    def __init__(self, registry: Registry, settings: Settings, child_pid: int | None,
+                 report) -> None:
+        self.registry = registry
+        self.child_pid = child_pid
+        self.debouncer = IdleDebouncer.from_settings(settings)
+        self.report = report  # report(state) when the reported state changes
+        self.reported: str | None = None
+        self.last_input: RecognitionInput | None = None
+        self.last_detection = None
+        self.due = trio.Event()
+
+    def observe(self, snap: LiveScreen) -> None:
+        inp = recognition_input(snap, self.child_pid)
+        self._evaluate(inp)
+
+    def _evaluate(self, inp: RecognitionInput) -> None:
+        self.registry.reload_if_changed()
+        detection = self.registry.detect("auto", inp)
+        self.last_input, self.last_detection = inp, detection
+        state = self.debouncer.observe(detection.state, trio.current_time())
+        if state != self.reported:
+            self.reported = state
+            self.report(state)
+        if self.debouncer.next_due() is not None:
+            self.due.set()
+
+    async def run(self) -> None:
+        """Re-evaluate at the debouncer's due times, so a quiet idle screen gets confirmed."""
+        while True:
+            await self.due.wait()
+            self.due = trio.Event()
+            while (due := self.debouncer.next_due()) is not None and self.last_input is not None:
+                await trio.sleep_until(due)
+                self._evaluate(msgspec.structs.replace(
+                    self.last_input,
+                    foreground=foreground_of(self.child_pid)[0] if self.child_pid else None))
