@@ -16,6 +16,8 @@ $(STAMP): pyproject.toml
 
 run: $(STAMP)
 	$(BIN)/vigil status
+	$(BIN)/vigil run --wait -- sh -c 'echo "hello from $$(tty), under a vigil guardian"'
+	$(BIN)/vigil ls
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -q

@@ -361,7 +361,7 @@ class RuntimeManager:
         record = live.record
         eid = record.execution_id
         runtime = record.runtime
-        if runtime is not None and identity_alive(to_wire_identity(runtime)):
+        if runtime is not None and not await self._guardian_gone(runtime):
             # Alive but not talking to us: we can't observe it, so we can't claim an outcome.
             reason = "the guardian is alive but does not answer"
         elif runtime is not None:
@@ -381,6 +381,24 @@ class RuntimeManager:
         self.ingest.set_fields(eid, status="unknown", unknown_reason=reason, output_pending=False,
                                recognized_state="unknown")
         await self.ingest.flush()
+
+    async def _guardian_gone(self, runtime: RuntimeIdentity) -> bool:
+        """True once the guardian process is gone. A guardian closes its sockets a moment
+        before it becomes a zombie, so after its connection ends we wait on a pidfd (readable
+        at exit) for up to `guardian_exit_wait_seconds` instead of reading /proc once."""
+        identity = to_wire_identity(runtime)
+        try:
+            fd = os.pidfd_open(runtime.guardian_pid)
+        except ProcessLookupError:
+            return True
+        try:
+            if not identity_alive(identity):
+                return True  # that pid is no longer our guardian (gone, or reused)
+            with trio.move_on_after(self.settings.guardian_exit_wait_seconds):
+                await trio.lowlevel.wait_readable(fd)
+            return not identity_alive(identity)
+        finally:
+            os.close(fd)
 
     # --- called by Ingest after each commit -------------------------------------------------
 

@@ -38,8 +38,6 @@ class Settings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True, frozen=
     # --- wire -------------------------------------------------------------------------------
     max_frame_bytes: _r(4 * KiB, 256 * MiB, "largest frame body accepted (DESIGN: 16 MiB)") = 16 * MiB
     client_start_timeout_seconds: _f(0.1, 60, "how long a CLI waits for an autostarted daemon") = 10.0
-    client_send_buffer_frames: _r(1, 65536, "frames queued to one slow client before it is dropped") = 1024
-    shutdown_grace_seconds: _f(0, 60, "how long SIGTERM waits for requests in flight") = 2.0
 
     # --- guardian ---------------------------------------------------------------------------
     guardian_ring_bytes: _r(64 * KiB, 1024 * MiB, "guardian output ring (DESIGN: 4 MiB)") = 4 * MiB
@@ -61,6 +59,7 @@ class Settings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True, frozen=
         0, 3600, "an exited guardian waits this long for a (restarting) daemon to connect "
         "before it leaves only its records (ours: 10 s)"
     ) = 10.0
+    guardian_exit_wait_seconds: _f(0, 60, "after a guardian's connection ends, how long to wait for it to exit before calling it alive-but-silent") = 2.0
     terminal_rows: _r(2, 1000, "default PTY rows") = 50
     terminal_cols: _r(2, 1000, "default PTY columns") = 200
     terminal_type: str = "xterm-256color"
@@ -188,3 +187,27 @@ def load_settings(path: Path | None = None) -> Settings:
 
 
 DEFAULTS = Settings()
+
+
+def settings_markdown() -> str:
+    """The table of every setting for docs/settings.md (a test keeps the file in step)."""
+    import typing
+
+    lines = ["# Settings", "",
+             "Every limit and timeout of vigil, with its default and range. Set them in",
+             "`$XDG_CONFIG_HOME/vigil/config.toml` (or the file named by `VIGIL_CONFIG`); unknown",
+             "keys are rejected. Generated from `protocol/settings.py`.", "",
+             "| setting | default | range | meaning |", "|---|---|---|---|"]
+    hints = typing.get_type_hints(Settings, include_extras=True)
+    for name in Settings.__struct_fields__:
+        default = getattr(DEFAULTS, name)
+        hint = hints[name]
+        lo = hi = doc = ""
+        for meta in getattr(hint, "__metadata__", ()):
+            if isinstance(meta, Meta):
+                lo = "" if meta.ge is None else meta.ge
+                hi = "" if meta.le is None else meta.le
+                doc = meta.description or ""
+        rng = f"{lo} – {hi}" if lo != "" or hi != "" else ""
+        lines.append(f"| `{name}` | `{default}` | {rng} | {doc} |")
+    return "\n".join(lines) + "\n"

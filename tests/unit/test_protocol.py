@@ -197,3 +197,15 @@ def test_settings_file_rejects_typos_and_out_of_range(tmp_path):
         load_settings(path)
     path.write_text("observe_items_max = 8\n")
     assert load_settings(path).observe_items_max == 8
+
+
+def test_settings_doc_is_current():
+    from pathlib import Path
+
+    from vigil.protocol.settings import settings_markdown
+
+    doc = Path(__file__).resolve().parents[2] / "docs" / "settings.md"
+    assert doc.read_text() == settings_markdown(), (
+        "docs/settings.md is stale: regenerate it with "
+        "python -c 'from vigil.protocol.settings import settings_markdown as m; "
+        "open(\"docs/settings.md\",\"w\").write(m())'")
