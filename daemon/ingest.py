@@ -71,7 +71,9 @@ class Ingest:
         slot.output.append((offset, data))
         slot.bytes += len(data)
         self._pending_bytes += len(data)
-        if self._pending_bytes >= self.settings.ingest_batch_bytes:
+        if self._pending_bytes >= self.settings.ingest_batch_bytes or self.bus.has_waiters(execution_id):
+            # Someone is waiting on this execution: commit now rather than at the end of the
+            # batch window, so the waiter wakes within a commit, not a window plus a commit.
             self._full.set()
 
     def set_fields(self, execution_id: str, **fields: Any) -> None:

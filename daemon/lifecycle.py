@@ -122,6 +122,9 @@ class LifecycleBus:
             return True
         return False
 
+    def has_waiters(self, execution_id: str) -> bool:
+        return execution_id in self._waiters
+
     @property
     def waiter_count(self) -> int:
         return sum(len(b) for b in self._waiters.values())

@@ -167,7 +167,7 @@ class Page(msgspec.Struct, kw_only=True):
     resync_required: bool = False
 
 
-class ExecutionResult(msgspec.Struct, kw_only=True, omit_defaults=True):
+class ExecutionResult(msgspec.Struct, kw_only=True):
     """Every `Execution` answer: a finite status, an optional fixed code, and the data."""
 
     status: Literal["ok", "completed_with_issues"] = "ok"
