@@ -43,7 +43,16 @@ def recognition_input(snap: LiveScreen, child_pid: int | None, *, exited: bool =
     return RecognitionInput(
         lines=[line.ljust(snap.cols) for line in snap.lines], title=snap.title or "",
         cursor=snap.cursor, alt_screen=snap.alt_screen, foreground=comm, foreground_argv=argv,
-        exited=exited, exit_code=exit_code)
+        exited=exited, exit_code=exit_code,
+        leader=_comm(child_pid) if child_pid and not exited else None)
+
+
+def _comm(pid: int) -> str | None:
+    try:
+        with open(f"/proc/{pid}/comm", "rb") as f:
+            return f.read().strip().decode(errors="replace")
+    except OSError:
+        return None
 
 
 class Recognition:
@@ -82,6 +91,6 @@ class Recognition:
             self.due = trio.Event()
             while (due := self.debouncer.next_due()) is not None and self.last_input is not None:
                 await trio.sleep_until(due)
-                self._evaluate(msgspec.structs.replace(
-                    self.last_input,
-                    foreground=foreground_of(self.child_pid)[0] if self.child_pid else None))
+                comm, argv = foreground_of(self.child_pid) if self.child_pid else (None, ())
+                self._evaluate(msgspec.structs.replace(self.last_input, foreground=comm,
+                                                       foreground_argv=argv))

@@ -41,6 +41,9 @@ class RecognitionInput(msgspec.Struct, frozen=True, kw_only=True):
     foreground_argv: tuple[str, ...] = ()
     exited: bool = False
     exit_code: int | None = None
+    #: comm of the terminal's session leader (the program the runtime started, e.g. bash).
+    #: When the foreground program matches no manifest, `auto` may fall back to the leader's.
+    leader: str | None = None
 
 
 class Detection(msgspec.Struct, frozen=True, kw_only=True):

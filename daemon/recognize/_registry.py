@@ -32,7 +32,7 @@ from ._manifest import Manifest, ManifestError, parse_manifest
 from ._model import Detection, RecognitionInput
 
 #: Built-in manifests in `auto`'s order. `generic` matches no foreground: it is the fallback.
-BUILTIN_ORDER = ("claude", "codex", "shell", "generic")
+BUILTIN_ORDER = ("claude", "codex", "shell", "pager", "generic")
 FALLBACK = "generic"
 AUTO = "auto"
 
@@ -201,6 +201,33 @@ class Registry:
             UnknownRecognizer: no manifest of that name.
         """
         if recognizer == AUTO:
-            manifest, why = self.select(inp)
-            return evaluate(manifest, inp, selected_by=why)
+            return self._auto(inp)
         return evaluate(self.get(recognizer), inp)
+
+    def _auto(self, inp: RecognitionInput) -> Detection:
+        """`auto`: the foreground's manifest, with two refinements.
+
+        - A catch-all answer (a priority ≤ 0 rule such as the shell's 'running', or no rule)
+          yields to a real match of `generic`: `bash -c 'read -s -p Password:'` has bash in
+          the foreground, but the screen shows a password prompt.
+        - A foreground that no manifest knows (`sleep` started from a shell) is judged by
+          `generic`; if that knows nothing either, by the session leader's manifest (the
+          shell: not at its prompt, so busy).
+        """
+        manifest, why = self.select(inp)
+        det = evaluate(manifest, inp, selected_by=why)
+        generic = self._manifests[FALLBACK]
+        if manifest is not generic and det.state != "exited" and (
+                det.source == "fallback" or (det.priority is not None and det.priority <= 0)):
+            alt = evaluate(generic, inp, selected_by=why + f"; a {FALLBACK!r} rule outranks "
+                                                          f"the catch-all of {manifest.name!r}")
+            if alt.source == "rule" and alt.state != "unknown":
+                return alt
+        if manifest is generic and det.state == "unknown" and inp.leader:
+            for name in (*self._user_names, *BUILTIN_ORDER):
+                m = self._manifests[name]
+                hit = m.matches_foreground([os.path.basename(inp.leader).lstrip("-")])
+                if hit is not None and m is not generic:
+                    return evaluate(m, inp, selected_by=why + f"; no {FALLBACK!r} rule matched; "
+                                                            f"session leader {hit!r} matches {name!r}")
+        return det

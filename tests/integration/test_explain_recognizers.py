@@ -53,10 +53,6 @@ def reaches(s: Session, eid: str, cursor: str, state: str, timeout: float) -> bo
     return data["outcome"] == "changed"
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: with `sleep` in bash's foreground, auto selection "
-                   "(daemon/recognize/_registry.py:185-194) picks the foreground process, no "
-                   "manifest matches 'sleep', the `generic` fallback reports `unknown` "
-                   "(no_rule_matched) instead of the shell's `busy`")
 def test_long_sleep_in_bash_is_busy_not_unknown(session, cli_env):
     s = session
     eid = s.run(argv=["bash", "--norc", "--noprofile", "-i"], env=BASH_ENV)["execution_id"]
@@ -85,10 +81,6 @@ def test_rm_confirmation(session, cli_env, workspace):
 
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: the foreground of `bash -c 'read -s -p ...'` is "
-                   "bash, so auto selection (daemon/recognize/_registry.py:185-192) picks the "
-                   "`shell` manifest, whose always-true `running` rule (manifests/shell.toml) "
-                   "reports `busy`; generic's `password` rule is never consulted")
 def test_password_prompt(session):
     s = session
     cursor = s.list()["catalog_cursor"]
@@ -105,11 +97,6 @@ def pager(session, workspace) -> str:
                        cols=40)["execution_id"]
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: less's first prompt is the file name "
-                   "('somefile' on the bottom row); the generic manifest "
-                   "(daemon/recognize/manifests/generic.toml pager_* rules) only knows "
-                   "':', '--More--' and '(END)', and no manifest matches foreground 'less', "
-                   "so the state stays `unknown`")
 def test_less_first_screen(session, pager):
     s = session
     s.read_until(pager, lambda p: "somefile" in p["text"])
@@ -123,7 +110,7 @@ def test_less_pager_prompts(session, cli_env, pager):
     s.call("input", execution_id=pager, text=" ")
     wait_for_state(cli_env, pager, "awaiting_input")
     e = explain(s, pager)
-    assert (e["recognizer"], e["state"], e["rule"]) == ("generic", "awaiting_input", "pager_colon")
+    assert (e["recognizer"], e["state"], e["rule"]) == ("pager", "awaiting_input", "pager_colon")
     s.call("input", execution_id=pager, text="G")
     s.read_until(pager, lambda p: "(END)" in p["text"])
     e = explain(s, pager)
