@@ -319,13 +319,53 @@ def cmd_explain(args: argparse.Namespace) -> int:
             f"source      {d['source']}, {d['detection_source']}",
             f"rule        {d['rule']} (priority {d['priority']})" if d["rule"] else f"reason      {d['reason']}",
             f"foreground  {d['observation']['foreground']}",
+            f"recovery    {d['recovery']['advice']}"
+            + (f": {d['recovery']['recommendation']}" if d["recovery"].get("recommendation") else
+               f" ({d['recovery']['reason']})" if d["recovery"].get("reason") else ""),
         ])
 
     output.emit(data, args.json, human)
     return output.OK
 
 
+def cmd_prompt(args: argparse.Namespace) -> int:
+    client, scope = _scope(args)
+    with client:
+        eid = scope.resolve(args.id)
+        params: dict[str, Any] = {"action": "prompt", "backend": "native", "target": eid,
+                                  "prompt_id": args.prompt_id, "text": args.text,
+                                  "timeout_seconds": args.timeout, "recognizer": args.recognizer}
+        if args.wait_for:
+            params["wait_for"] = args.wait_for
+        data = scope.call("Agent", **params)["data"]
+    receipt = data["receipt"]
+
+    def human(_):
+        return "\n".join([
+            f"prompt     {receipt['prompt_id']}" + ("  (stored receipt: nothing sent)" if data["replayed"] else ""),
+            f"delivery   {receipt['delivery']}",
+            f"activity   {receipt['activity']} ({receipt['activity_reason']})",
+            f"condition  {receipt['condition']}",
+            f"generation {receipt['generation']}",
+        ])
+
+    output.emit(data, args.json, human)
+    return output.OK if receipt["condition"] not in ("timed_out", "pending") else output.FAILED
+
+
 def add_parsers(sub, json_flag) -> None:
+    p = sub.add_parser("prompt", help="submit a prompt to an agent TUI once, and print the receipt")
+    p.add_argument("id", help="execution id or a unique prefix")
+    p.add_argument("text")
+    p.add_argument("--prompt-id", required=True, help="your id for this prompt: the same id "
+                   "and text never send twice")
+    p.add_argument("--wait-for", action="append",
+                   choices=("awaiting_input", "awaiting_approval", "exited"))
+    p.add_argument("--timeout", type=float, default=30.0)
+    p.add_argument("--recognizer", default="auto")
+    json_flag(p)
+    p.set_defaults(handler=cmd_prompt)
+
     p = sub.add_parser("wait", help="wait for a change of one or more executions")
     p.add_argument("ids", nargs="+", metavar="ID")
     p.add_argument("--for", dest="for_", action="append", choices=WAIT_EVENTS,

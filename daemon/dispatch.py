@@ -67,6 +67,8 @@ class Route:
 class Dispatcher:
     def __init__(self) -> None:
         self._routes: dict[str, Route] = {}
+        #: authorize(ctx, method, params): raises to refuse (the mode authority table).
+        self.authorize: Callable[[CallContext, str, Any], None] | None = None
 
     def route(self, name: str, *, inline: bool = False) -> Callable[[Handler], Handler]:
         method = lookup(name)
@@ -93,6 +95,8 @@ class Dispatcher:
                                    f"unknown method {ctx.method!r}", {"method": ctx.method})
         try:
             params = conn.decode_params(raw_params, route.method.params)
+            if self.authorize is not None:
+                self.authorize(ctx, ctx.method, params)
             result = await route.handler(ctx, params)
             if result is ANSWERED:
                 return b""

@@ -26,12 +26,14 @@ import msgspec
 from vigil.daemon.store import Store
 from vigil.protocol.errors import VigilError
 
-from . import logs, rendezvous, systemd
+from . import authority, logs, rendezvous, systemd
 from .dispatch import Dispatcher
 from .lifecycle import LifecycleBus
 from .methods import daemon_info, execution, scope
 from .methods import shell as shell_methods
 from .methods import terminal
+from .methods import agent as agent_methods
+from .agent.prompts import PromptService
 from .runtimes import RuntimeManager
 from .scopes import Scopes, ThreadRecord
 from .server import Server
@@ -99,6 +101,14 @@ async def serve(state: DaemonState, claim: rendezvous.Claim, ready_fd: int | Non
     runtimes.recognition_factory = recognition_for
     observer = Observer(store, runtimes, bus, registry, settings)
     dispatcher = Dispatcher()
+
+    def authorize(ctx, method, params):
+        # Scoped calls carry thread_id/workspace_root; the thread's mode and profile decide.
+        thread_id = getattr(params, "thread_id", None)
+        if thread_id is not None and method != "Initialize":
+            authority.check(scopes.check(thread_id, params.workspace_root), method, params)
+
+    dispatcher.authorize = authorize
     daemon_info.install(dispatcher, state)
     terminal.install(dispatcher, scopes=scopes, store=store, runtimes=runtimes, settings=settings)
     shell_methods.install(dispatcher, scopes=scopes, shells=shells, runtimes=runtimes,
@@ -106,6 +116,9 @@ async def serve(state: DaemonState, claim: rendezvous.Claim, ready_fd: int | Non
     scope.install(dispatcher, scopes)
     execution.install(dispatcher, scopes=scopes, store=store, runtimes=runtimes, bus=bus,
                       settings=settings, observer=observer)
+    # After Execution: Agent's observation actions delegate to its handler.
+    agent_methods.install(dispatcher, scopes=scopes,
+                          prompts=PromptService(store, runtimes, registry, settings))
     server = Server(state, dispatcher)
     with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
         async with trio.open_nursery() as nursery:

@@ -33,6 +33,7 @@ from vigil.protocol.settings import Settings
 from .lifecycle import LifecycleBus
 from .recognition import recognition_input
 from .runtimes import RuntimeManager
+from .views import recovery_of
 
 
 def _bad(message: str, field: str) -> VigilError:
@@ -277,7 +278,7 @@ class Observer:
         detection = self.registry.detect(action.recognizer, inp)
         data = msgspec.to_builtins(detection)
         data.update({
-            "execution_id": eid, "detection_source": source,
+            "execution_id": eid, "detection_source": source, "recovery": recovery_of(rec),
             "reported_state": rec.recognized_state,
             "observation": dict(meta, observed_at_unix_ms=rec.observed_at_unix_ms,
                                 foreground=inp.foreground, foreground_argv=list(inp.foreground_argv),

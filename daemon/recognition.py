@@ -68,6 +68,8 @@ class Recognition:
         self.last_input: RecognitionInput | None = None
         self.last_detection = None
         self.due = trio.Event()
+        #: Called with (detection, reported_state) after every evaluation (prompt receipts).
+        self.listeners: list = []
 
     def observe(self, snap: LiveScreen) -> None:
         inp = recognition_input(snap, self.child_pid)
@@ -81,6 +83,8 @@ class Recognition:
         if state != self.reported:
             self.reported = state
             self.report(state)
+        for listener in tuple(self.listeners):
+            listener(detection, state)
         if self.debouncer.next_due() is not None:
             self.due.set()
 

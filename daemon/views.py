@@ -40,3 +40,14 @@ def execution_view(rec: ExecutionRecord) -> ExecutionView:
         ),
         recognized_state=rec.recognized_state,
     )
+
+
+def recovery_of(rec: ExecutionRecord) -> dict:
+    """Conversation-recovery advice for the launch (seeds/000, "Recover an explicitly
+    selected conversation"): a pure function of the recorded argv (or command) and cwd, so
+    computing it from the record is the same as recording it at launch. Never acted on."""
+    import msgspec
+
+    from vigil.daemon.agent.recovery import advise
+
+    return msgspec.to_builtins(advise(rec.argv, None if rec.argv else rec.command, rec.cwd))

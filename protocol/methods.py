@@ -10,7 +10,7 @@ from __future__ import annotations
 import msgspec
 from typing import Any
 
-from . import daemon_api, execution_api, scope_api, shell_api
+from . import agent_api, daemon_api, execution_api, scope_api, shell_api
 
 
 class Method(msgspec.Struct, frozen=True):
@@ -63,3 +63,5 @@ register("resize", execution_api.ResizeParams, execution_api.ResizeResult,
          "Resize an execution's terminal.")
 register("attach", execution_api.AttachParams, execution_api.AttachResult,
          "Watch an execution live: repaint, then output events until it exits.")
+register("Agent", agent_api.AgentParams, agent_api.AgentResult,
+         "Observe agent executions and submit native prompts once, with receipts.")

@@ -39,7 +39,7 @@ from ..dispatch import CallContext, Dispatcher
 from ..lifecycle import LifecycleBus
 from ..runtimes import RuntimeManager, parse_signal
 from ..scopes import Scopes
-from ..views import execution_view
+from ..views import execution_view, recovery_of
 
 
 def _bad(message: str, field: str) -> VigilError:
@@ -112,7 +112,8 @@ def install(dispatcher: Dispatcher, *, scopes: Scopes, store: Store, runtimes: R
             record = await in_thread(store.get, scope, eid)
             if record is None:
                 raise ExecutionNotFound()
-            return ExecutionResult(data={"execution": execution_view(record)})
+            return ExecutionResult(data={"execution": execution_view(record),
+                                         "recovery": recovery_of(record)})
         if isinstance(action, ReadAction):
             return ExecutionResult(data={"page": await _read(scope, action)})
         if isinstance(action, ObserveAction):

@@ -1,0 +1,252 @@
+"""Native prompts, submitted once per prompt id, with receipts (seeds/000, "Submit a
+native prompt once").
+
+Order of a submission, and why:
+1. The receipt key is (execution, generation, prompt_id). A stored receipt with the same
+   payload digest is returned as is — nothing is sent again, also after a daemon restart
+   (receipts live in LMDB); a different payload is refused.
+2. Readiness: the target is live and its recognizer says `awaiting_input` now.
+3. The receipt is persisted as `uncertain` *before* the first byte is written, so a crash
+   mid-send leaves an honest "uncertain", never a silent resend.
+4. The text is written (inside bracketed paste when the program enabled DECSET 2004), then
+   Enter as a separate write after `prompt_enter_settle_seconds` (Ink-based TUIs drop an
+   Enter glued to the text). Both written → `delivered`.
+5. Activity is strict: only a recognizer detection of work (`busy`) or approval after the
+   Enter counts. If the text itself resembles a work/approval marker of the manifest, echo
+   could fake that, so activity stays `unconfirmed` for the receipt's lifetime.
+6. The inline wait ends on a requested state reached *after* activity (a stale idle screen
+   never satisfies it), on exit, on a generation change, or at the timeout.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+
+import msgspec
+import trio
+
+from vigil.daemon.recognize import Registry, marker_resembles
+from vigil.daemon.store import ExecutionNotFound, Store, parse_execution_id
+from vigil.protocol.agent_api import AgentParams, Receipt
+from vigil.protocol.errors import ErrorCode, VigilError
+from vigil.protocol.settings import Settings
+
+from ..recognition import recognition_input
+from ..runtimes import RuntimeManager
+
+_PROMPT_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}")
+_encoder = msgspec.msgpack.Encoder()
+_decoder = msgspec.msgpack.Decoder(Receipt)
+DEFAULT_WAIT_FOR = ["awaiting_input", "awaiting_approval", "exited"]
+
+
+def _bad(message: str, field: str) -> VigilError:
+    return VigilError(ErrorCode.INVALID_REQUEST, message, {"field": field})
+
+
+def digest(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8", "surrogateescape")).hexdigest()
+
+
+class _Watch:
+    """Follows detections after the Enter and decides activity and the wait's condition."""
+
+    def __init__(self, wait_for: list[str], resembles: bool, generation: int, live):
+        self.wait_for = set(wait_for)
+        self.resembles = resembles
+        self.generation = generation
+        self.live = live
+        self.activity = False
+        self.condition: str | None = None
+        self.changed = trio.Event()
+
+    def on_detection(self, detection, reported: str | None) -> None:
+        if self.live.record.generation != self.generation:
+            self._decide("generation_changed")
+            return
+        if detection.state in ("busy", "awaiting_approval"):
+            if not self.activity:
+                self.activity = True
+                self.changed.set()
+        if detection.state == "awaiting_approval" and "awaiting_approval" in self.wait_for:
+            self._decide("awaiting_approval")
+        elif reported == "awaiting_input" and self.activity and "awaiting_input" in self.wait_for:
+            self._decide("awaiting_input")
+
+    def _decide(self, condition: str) -> None:
+        if self.condition is None:
+            self.condition = condition
+            self.changed.set()
+
+
+class PromptService:
+    def __init__(self, store: Store, runtimes: RuntimeManager, registry: Registry,
+                 settings: Settings):
+        self.store = store
+        self.runtimes = runtimes
+        self.registry = registry
+        self.settings = settings
+
+    def _validate(self, params: AgentParams, *, need_text: bool) -> tuple[str, str, float]:
+        s = self.settings
+        if not params.target:
+            raise _bad("a native prompt needs an explicit target execution id", "params.target")
+        try:
+            eid = parse_execution_id(params.target)
+        except VigilError as exc:
+            raise _bad(exc.message, "params.target") from None
+        if not params.prompt_id or not _PROMPT_ID.fullmatch(params.prompt_id):
+            raise _bad("prompt_id is required: 1-128 characters of letters, digits and _.:-, "
+                       "starting with a letter or digit", "params.prompt_id")
+        if need_text:
+            if params.text is None or not params.text:
+                raise _bad("text is required", "params.text")
+            size = len(params.text.encode("utf-8", "surrogateescape"))
+            if size > s.prompt_text_max_bytes:
+                raise _bad(f"text is {size} bytes; the limit is {s.prompt_text_max_bytes}",
+                           "params.text")
+        timeout = 10.0 if params.timeout_seconds is None else params.timeout_seconds
+        if not 0 <= timeout <= s.prompt_wait_max_seconds:
+            raise _bad(f"timeout_seconds must be from 0 through {s.prompt_wait_max_seconds:g}",
+                       "params.timeout_seconds")
+        return eid, params.prompt_id, timeout
+
+    async def _record(self, scope: str, eid: str):
+        rec = await trio.to_thread.run_sync(self.store.get, scope, eid)
+        if rec is None:
+            raise ExecutionNotFound()
+        return rec
+
+    async def _load(self, eid: str, generation: int, prompt_id: str) -> Receipt | None:
+        raw = await trio.to_thread.run_sync(self.store.get_receipt, eid, generation, prompt_id)
+        return None if raw is None else _decoder.decode(raw)
+
+    async def _save(self, receipt: Receipt) -> None:
+        await trio.to_thread.run_sync(self.store.put_receipt, receipt.execution_id,
+                                      receipt.generation, receipt.prompt_id, _encoder.encode(receipt))
+
+    async def prompt(self, scope: str, params: AgentParams) -> tuple[Receipt, bool]:
+        """Submit (or find) the receipt; returns (receipt, replayed)."""
+        eid, prompt_id, timeout = self._validate(params, need_text=True)
+        rec = await self._record(scope, eid)
+        existing = await self._load(eid, rec.generation, prompt_id)
+        if existing is not None:
+            if existing.payload_digest != digest(params.text):
+                raise VigilError(ErrorCode.CONFLICT,
+                                 f"prompt_id {prompt_id!r} was already used with a different "
+                                 "payload in this generation; choose a new prompt_id",
+                                 {"prompt_id": prompt_id})
+            return existing, True
+        live = self.runtimes.live.get(eid)
+        if live is None or live.screen is None or rec.is_terminal:
+            raise VigilError(ErrorCode.CONFLICT, "the target is not running",
+                             {"execution_id": eid, "status": rec.status})
+        keeper = live.screen.keeper
+        while keeper.process(0.05):
+            pass
+        snap = keeper.snapshot()
+        self.registry.reload_if_changed()
+        detection = self.registry.detect(
+            params.recognizer, recognition_input(snap, rec.runtime.child_pid if rec.runtime else None))
+        if detection.state != "awaiting_input":
+            raise VigilError(ErrorCode.BUSY,
+                             f"the target is not ready for input: recognizer "
+                             f"{detection.recognizer!r} says {detection.state!r}",
+                             {"state": detection.state, "recognizer": detection.recognizer,
+                              "rule": detection.rule, "input_sent": False})
+        resembles = marker_resembles(params.text, self.registry.get(detection.recognizer))
+        now = self.store.clock()
+        wait_for = list(params.wait_for or DEFAULT_WAIT_FOR)
+        receipt = Receipt(
+            prompt_id=prompt_id, execution_id=eid, generation=rec.generation,
+            runtime_id=rec.runtime.runtime_id if rec.runtime else "",
+            payload_digest=digest(params.text), delivery="uncertain", activity="unconfirmed",
+            activity_reason="not observed yet", condition="pending",
+            bracketed_paste=snap.bracketed_paste, submitted_at_unix_ms=now,
+            updated_at_unix_ms=now, recognizer=params.recognizer, wait_for=wait_for)
+        await self._save(receipt)  # LIMIT_EXCEEDED past receipts_per_generation: nothing sent
+        watch = _Watch(wait_for, resembles, rec.generation, live)
+        text = params.text.encode("utf-8", "surrogateescape")
+        body = b"\x1b[200~" + text + b"\x1b[201~" if snap.bracketed_paste else text
+        try:
+            await self.runtimes.send_input(eid, body)
+            await trio.sleep(self.settings.prompt_enter_settle_seconds)
+            if live.recognition is not None:
+                live.recognition.listeners.append(watch.on_detection)
+            await self.runtimes.send_input(eid, b"\r")
+            delivery = "delivered"
+        except VigilError:
+            delivery = "uncertain"
+        try:
+            if delivery == "delivered":
+                await self._wait(watch, live, timeout)
+        finally:
+            if live.recognition is not None and watch.on_detection in live.recognition.listeners:
+                live.recognition.listeners.remove(watch.on_detection)
+        receipt = self._conclude(receipt, watch, delivery)
+        await self._save(receipt)
+        return receipt, False
+
+    async def _wait(self, watch: _Watch, live, timeout: float) -> None:
+        with trio.move_on_after(timeout):
+            async with trio.open_nursery() as nursery:
+                async def ended():
+                    await live.done.wait()
+                    watch._decide("exited")
+                nursery.start_soon(ended)
+                while watch.condition is None:
+                    watch.changed = trio.Event()
+                    await watch.changed.wait()
+                nursery.cancel_scope.cancel()
+
+    def _conclude(self, receipt: Receipt, watch: _Watch, delivery: str) -> Receipt:
+        if watch.activity and not watch.resembles:
+            activity, reason = "confirmed", "work or approval observed after submission"
+        elif watch.resembles:
+            activity, reason = "unconfirmed", "the text resembles a work or approval marker"
+        else:
+            activity, reason = "unconfirmed", "no work or approval observed after submission"
+        condition = watch.condition or ("timed_out" if delivery == "delivered" else "pending")
+        return msgspec.structs.replace(receipt, delivery=delivery, activity=activity,
+                                       activity_reason=reason, condition=condition,
+                                       updated_at_unix_ms=self.store.clock())
+
+    async def wait_receipt(self, scope: str, params: AgentParams) -> Receipt:
+        """Observe a receipt without sending anything (waiting up to timeout for it to settle)."""
+        eid, prompt_id, timeout = self._validate(params, need_text=False)
+        rec = await self._record(scope, eid)
+        receipt = None
+        for generation in range(rec.generation, -1, -1):
+            receipt = await self._load(eid, generation, prompt_id)
+            if receipt is not None:
+                break
+        if receipt is None:
+            raise VigilError(ErrorCode.NOT_FOUND, "no receipt with that prompt_id for this target",
+                             {"prompt_id": prompt_id})
+        if receipt.condition in ("pending", "timed_out") and receipt.delivery == "delivered":
+            live = self.runtimes.live.get(eid)
+            if live is not None and live.record.generation != receipt.generation:
+                receipt = msgspec.structs.replace(receipt, condition="generation_changed",
+                                                  updated_at_unix_ms=self.store.clock())
+                await self._save(receipt)
+            elif live is None:
+                receipt = msgspec.structs.replace(receipt, condition="exited",
+                                                  updated_at_unix_ms=self.store.clock())
+                await self._save(receipt)
+            elif timeout > 0 and live.recognition is not None:
+                watch = _Watch(receipt.wait_for or DEFAULT_WAIT_FOR, False, receipt.generation, live)
+                watch.activity = receipt.activity == "confirmed"
+                live.recognition.listeners.append(watch.on_detection)
+                try:
+                    await self._wait(watch, live, timeout)
+                finally:
+                    live.recognition.listeners.remove(watch.on_detection)
+                if watch.condition is not None:
+                    receipt = msgspec.structs.replace(
+                        receipt, condition=watch.condition,
+                        activity="confirmed" if watch.activity and receipt.activity_reason !=
+                        "the text resembles a work or approval marker" else receipt.activity,
+                        updated_at_unix_ms=self.store.clock())
+                    await self._save(receipt)
+        return receipt
