@@ -108,6 +108,8 @@ class Live:
     #: marker scanner hangs here).
     observers: list[Any] = field(default_factory=list)
     committed: trio.Event = field(default_factory=trio.Event)
+    #: Set once connected and subscribed: control calls wait for it (a just-started run).
+    attached: trio.Event = field(default_factory=trio.Event)
     acked: int = 0
     done: trio.Event = field(default_factory=trio.Event)
     cancel: trio.CancelScope = field(default_factory=trio.CancelScope)
@@ -199,8 +201,14 @@ class RuntimeManager:
             lambda: self.store.update(eid, runtime=to_store_identity(identity)))
         self.bus.publish(LifecycleEvent(kind="started", scope=scope, execution_id=eid,
                                         at_unix_ms=record.observed_at_unix_ms))
-        self._attach(record, observers(record) if observers else [])
-        return record
+        live = self._attach(record, observers(record) if observers else [])
+        # Answer once the daemon can act on it: a signal, input or resize sent right after
+        # `run` returns must find the guardian connected.
+        with trio.move_on_after(self.settings.guardian_start_timeout_seconds):
+            await trio.lowlevel.checkpoint()
+            while not (live.attached.is_set() or live.done.is_set()):
+                await _first_of(live.attached, live.done)
+        return live.record
 
     def _attach(self, record: ExecutionRecord, observers: list | None = None) -> Live:
         live = self.live[record.execution_id] = Live(record, observers=list(observers or []))
@@ -271,7 +279,14 @@ class RuntimeManager:
             await self._settle_lost(live, "the guardian vanished without an exit record")
             return
         link = live.link
-        await link.subscribe(record.output_total_bytes)
+        try:
+            await link.subscribe(record.output_total_bytes)
+        except GuardianError as exc:
+            # Lost right after its Welcome: settle it like any other lost guardian.
+            log.info("guardian of %s lost after the handshake: %s", eid, exc)
+            live.link = None
+            await self._settle_lost(live, "the guardian vanished without an exit record")
+            return
         live.acked = record.output_total_bytes
         welcome = link.welcome
         keeper = ScreenKeeper(welcome.rows, welcome.cols, self.settings)
@@ -282,6 +297,7 @@ class RuntimeManager:
         async with trio.open_nursery() as nursery:
             nursery.start_soon(self._acknowledge, live)
             await nursery.start(live.screen.run)
+            live.attached.set()
             if live.recognition is not None:
                 nursery.start_soon(live.recognition.run)
             try:
@@ -410,6 +426,14 @@ class RuntimeManager:
 
     # --- control --------------------------------------------------------------------------
 
+    async def connected(self, execution_id: str) -> Live:
+        """The live runtime, once connected (a re-attaching one gets a moment to connect)."""
+        live = self.live.get(execution_id)
+        if live is not None and not live.attached.is_set():
+            with trio.move_on_after(self.settings.guardian_start_timeout_seconds):
+                await _first_of(live.attached, live.done)
+        return self.get_live(execution_id)
+
     def get_live(self, execution_id: str) -> Live:
         live = self.live.get(execution_id)
         if live is None or live.link is None:
@@ -418,7 +442,7 @@ class RuntimeManager:
         return live
 
     async def signal(self, execution_id: str, signum: int) -> None:
-        live = self.get_live(execution_id)
+        live = await self.connected(execution_id)
         try:
             await live.link.signal(signum, group=True)
         except GuardianError as exc:
@@ -426,7 +450,7 @@ class RuntimeManager:
                              {"execution_id": execution_id}) from None
 
     async def send_input(self, execution_id: str, data: bytes) -> None:
-        live = self.get_live(execution_id)
+        live = await self.connected(execution_id)
         try:
             await live.link.send_input(data)
         except GuardianError as exc:
@@ -434,11 +458,21 @@ class RuntimeManager:
                              {"execution_id": execution_id}) from None
 
     async def resize(self, execution_id: str, rows: int, cols: int) -> None:
-        live = self.get_live(execution_id)
+        live = await self.connected(execution_id)
         await live.link.resize(rows, cols)
         if live.screen is not None:
             live.screen.keeper.resize(rows, cols)
         self.ingest.set_fields(execution_id, rows=rows, cols=cols)
+
+
+async def _first_of(*events: trio.Event) -> None:
+    """Return when any of the events is set."""
+    async with trio.open_nursery() as nursery:
+        for event in events:
+            async def wait(e=event):
+                await e.wait()
+                nursery.cancel_scope.cancel()
+            nursery.start_soon(wait)
 
 
 def store_screen(snap: LiveScreen, now_ms: int) -> ScreenSnapshot:

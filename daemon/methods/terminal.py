@@ -32,7 +32,7 @@ def install(dispatcher: Dispatcher, *, scopes: Scopes, store: Store, runtimes: R
         record = await trio.to_thread.run_sync(store.get, thread.scope, eid)
         if record is None:
             raise ExecutionNotFound()
-        return eid, runtimes.get_live(eid)
+        return eid, await runtimes.connected(eid)
 
     def dimensions(rows: int, cols: int) -> None:
         if not (2 <= rows <= 1000 and 2 <= cols <= 1000):

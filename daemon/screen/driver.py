@@ -46,6 +46,10 @@ class ScreenTask:
             not block; exceptions from it propagate and end the task.
     """
 
+    #: Screens with unparsed output right now, across the daemon (one trio thread, so a plain
+    #: counter is enough): the CPU budget is divided among them.
+    busy = 0
+
     def __init__(
         self,
         keeper: ScreenKeeper,
@@ -103,18 +107,25 @@ class ScreenTask:
         task_status.started()
         while True:
             more = True
-            while more:
-                self._wake = trio.Event()
-                t0 = time.perf_counter()
-                more = self.keeper.process(slice_s)
-                spent = time.perf_counter() - t0
-                self._publish(quiet=False)
-                # Keep to `share` of a core: after `spent` of work, rest spent·(1−share)/share.
-                rest = spent * (1 - share) / share
-                if rest > 0:
-                    await trio.sleep(rest)
-                else:
-                    await trio.lowlevel.checkpoint()
+            ScreenTask.busy += 1
+            try:
+                while more:
+                    self._wake = trio.Event()
+                    t0 = time.perf_counter()
+                    more = self.keeper.process(slice_s)
+                    spent = time.perf_counter() - t0
+                    self._publish(quiet=False)
+                    # The budget is the daemon's, not each screen's: ten busy screens share
+                    # `share` of a core between them, so the keepers together never starve
+                    # ingest and RPC. After `spent` of work, rest spent·(1−s)/s, s = share/busy.
+                    mine = share / ScreenTask.busy
+                    rest = spent * (1 - mine) / mine
+                    if rest > 0:
+                        await trio.sleep(rest)
+                    else:
+                        await trio.lowlevel.checkpoint()
+            finally:
+                ScreenTask.busy -= 1
             if self.keeper.pending_bytes:
                 continue
             # Up to date. Wait for more output, or for quiet.
