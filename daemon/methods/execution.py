@@ -143,13 +143,17 @@ def install(dispatcher: Dispatcher, *, scopes: Scopes, store: Store, runtimes: R
 
         page = await in_thread(read)
         if action.wait_seconds > 0 and not page.text and page.has_more:
-            # Long poll: register before re-reading, so output committed in between wakes us.
+            # Long poll: register before each re-read, so output committed in between wakes
+            # us; screen or state events also wake us, so loop until text, the end, or time.
             waiter = bus.register([eid])
             try:
-                page = await in_thread(read)
-                if not page.text and page.has_more:
-                    await bus.wait(waiter, action.wait_seconds)
-                    page = await in_thread(read)
+                with trio.move_on_after(action.wait_seconds):
+                    while True:
+                        waiter.event = trio.Event()
+                        page = await in_thread(read)
+                        if page.text or not page.has_more:
+                            break
+                        await waiter.event.wait()
             finally:
                 bus.unregister(waiter)
         out = {f: getattr(page, f) for f in page.__struct_fields__}
