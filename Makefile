@@ -6,7 +6,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: run test bench clean
+.PHONY: run test bench bench-quick clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -23,7 +23,10 @@ test: $(STAMP)
 	$(BIN)/python -m pytest -q
 
 bench: $(STAMP)
-	$(BIN)/python -m tests.bench.bench_rpc
+	$(BIN)/python -m tests.bench.run_all
+
+bench-quick: $(STAMP)
+	$(BIN)/python -m tests.bench.run_all --quick
 
 clean:
 	rm -rf $(VENV) build *.egg-info
