@@ -67,8 +67,9 @@ def check(thread: ThreadRecord, method: str, params: Any) -> None:
             raise _deny("running commands and sending input need BashCommand authority", thread)
         if thread.mode == "architect":
             raise _deny("architect mode never runs commands or sends input", thread)
+        # A tagged Struct keeps its tag in its class config, not as an attribute.
         sends_input = method == "input" or (
-            method == "BashCommand" and getattr(params.action, "type", "") in
+            method == "BashCommand" and type(params.action).__struct_config__.tag in
             ("send_text", "send_specials", "send_ascii"))
         if sends_input and thread.mode != "wcgw":
             raise _deny("sending raw input needs wcgw mode", thread)

@@ -68,7 +68,7 @@ class Recognition:
         self.last_input: RecognitionInput | None = None
         self.last_detection = None
         self.due = trio.Event()
-        #: Called with (detection, reported_state) after every evaluation (prompt receipts).
+        #: Called with (detection, reported_state, input) after every evaluation (receipts).
         self.listeners: list = []
 
     def observe(self, snap: LiveScreen) -> None:
@@ -84,7 +84,7 @@ class Recognition:
             self.reported = state
             self.report(state)
         for listener in tuple(self.listeners):
-            listener(detection, state)
+            listener(detection, state, inp)
         if self.debouncer.next_due() is not None:
             self.due.set()
 

@@ -52,7 +52,10 @@ def digest(text: str) -> str:
 class _Watch:
     """Follows detections after the Enter and decides activity and the wait's condition."""
 
-    def __init__(self, wait_for: list[str], resembles: bool, generation: int, live):
+    def __init__(self, wait_for: list[str], resembles: bool, generation: int, live,
+                 registry: Registry | None = None, recognizer: str = "auto"):
+        self.registry = registry
+        self.recognizer = recognizer
         self.wait_for = set(wait_for)
         self.resembles = resembles
         self.generation = generation
@@ -61,7 +64,11 @@ class _Watch:
         self.condition: str | None = None
         self.changed = trio.Event()
 
-    def on_detection(self, detection, reported: str | None) -> None:
+    def on_detection(self, detection, reported: str | None, inp=None) -> None:
+        if self.recognizer != "auto" and self.registry is not None and inp is not None:
+            # The caller named a recognizer: judge with it (undebounced), not with auto's.
+            detection = self.registry.detect(self.recognizer, inp)
+            reported = detection.state
         if self.live.record.generation != self.generation:
             self._decide("generation_changed")
             return
@@ -129,6 +136,9 @@ class PromptService:
     async def prompt(self, scope: str, params: AgentParams) -> tuple[Receipt, bool]:
         """Submit (or find) the receipt; returns (receipt, replayed)."""
         eid, prompt_id, timeout = self._validate(params, need_text=True)
+        # Commit what is pending first (a shell's new generation, its latest output), so the
+        # receipt binds to the generation that is current now, not one a moment old.
+        await self.runtimes.ingest.flush()
         rec = await self._record(scope, eid)
         existing = await self._load(eid, rec.generation, prompt_id)
         if existing is not None:
@@ -166,7 +176,8 @@ class PromptService:
             bracketed_paste=snap.bracketed_paste, submitted_at_unix_ms=now,
             updated_at_unix_ms=now, recognizer=params.recognizer, wait_for=wait_for)
         await self._save(receipt)  # LIMIT_EXCEEDED past receipts_per_generation: nothing sent
-        watch = _Watch(wait_for, resembles, rec.generation, live)
+        watch = _Watch(wait_for, resembles, rec.generation, live, self.registry,
+                       params.recognizer)
         text = params.text.encode("utf-8", "surrogateescape")
         body = b"\x1b[200~" + text + b"\x1b[201~" if snap.bracketed_paste else text
         try:
@@ -235,7 +246,8 @@ class PromptService:
                                                   updated_at_unix_ms=self.store.clock())
                 await self._save(receipt)
             elif timeout > 0 and live.recognition is not None:
-                watch = _Watch(receipt.wait_for or DEFAULT_WAIT_FOR, False, receipt.generation, live)
+                watch = _Watch(receipt.wait_for or DEFAULT_WAIT_FOR, False, receipt.generation, live,
+                               self.registry, receipt.recognizer)
                 watch.activity = receipt.activity == "confirmed"
                 live.recognition.listeners.append(watch.on_detection)
                 try:
