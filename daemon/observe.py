@@ -26,7 +26,7 @@ from vigil.daemon.store import (
     read_output_page,
     read_screen_page,
 )
-from vigil.protocol.errors import ErrorCode, VigilError
+from vigil.protocol.errors import ErrorCode, VigilError, invalid_request
 from vigil.protocol.execution_api import ExecutionResult, ExplainAction, ObserveAction, WaitAction
 from vigil.protocol.settings import Settings
 
@@ -34,10 +34,6 @@ from .lifecycle import LifecycleBus
 from .recognition import recognition_input
 from .runtimes import RuntimeManager
 from .views import recovery_of
-
-
-def _bad(message: str, field: str) -> VigilError:
-    return VigilError(ErrorCode.INVALID_REQUEST, message, {"field": field})
 
 
 def compact(rec) -> dict[str, Any]:
@@ -80,7 +76,7 @@ class Observer:
         if timeout is None:
             return default
         if not (math.isfinite(timeout) and 0 <= timeout <= maximum):
-            raise _bad(f"timeout_seconds must be a finite number from 0 through {maximum:g}", field)
+            raise invalid_request(f"timeout_seconds must be a finite number from 0 through {maximum:g}", field)
         return timeout if timeout > 0 else self.settings.zero_deadline_budget_seconds
 
     # --- observe -------------------------------------------------------------------------------
@@ -89,27 +85,27 @@ class Observer:
         s = self.settings
         items = action.items
         if not 1 <= len(items) <= s.observe_items_max:
-            raise _bad(f"items must hold 1 to {s.observe_items_max} entries, got {len(items)}",
+            raise invalid_request(f"items must hold 1 to {s.observe_items_max} entries, got {len(items)}",
                        "params.action.items")
         seen, total, ids = set(), 0, []
         for i, item in enumerate(items):
             try:
                 eid = parse_execution_id(item.execution_id)
             except VigilError as exc:
-                raise _bad(exc.message, f"params.action.items[{i}].execution_id") from None
+                raise invalid_request(exc.message, f"params.action.items[{i}].execution_id") from None
             size = s.observe_page_bytes_default if item.page_bytes is None else item.page_bytes
             if not s.observe_page_bytes_min <= size <= s.observe_page_bytes_max:
-                raise _bad(f"page_bytes must be from {s.observe_page_bytes_min} to "
+                raise invalid_request(f"page_bytes must be from {s.observe_page_bytes_min} to "
                            f"{s.observe_page_bytes_max}, got {size}",
                            f"params.action.items[{i}].page_bytes")
             total += size
             if (eid, item.source) in seen:
-                raise _bad(f"duplicate execution/source pair ({eid}, {item.source})",
+                raise invalid_request(f"duplicate execution/source pair ({eid}, {item.source})",
                            f"params.action.items[{i}]")
             seen.add((eid, item.source))
             ids.append((eid, size))
         if total > s.observe_total_bytes_max:
-            raise _bad(f"the page sizes add up to {total} bytes; at most "
+            raise invalid_request(f"the page sizes add up to {total} bytes; at most "
                        f"{s.observe_total_bytes_max} are allowed", "params.action.items")
         budget = self._budget(action.timeout_seconds, s.observe_deadline_default,
                               s.observe_deadline_max, "params.action.timeout_seconds")
@@ -182,19 +178,19 @@ class Observer:
     async def wait(self, scope: str, action: WaitAction) -> ExecutionResult:
         s = self.settings
         if not 1 <= len(action.execution_ids) <= s.wait_ids_max:
-            raise _bad(f"execution_ids must hold 1 to {s.wait_ids_max} ids",
+            raise invalid_request(f"execution_ids must hold 1 to {s.wait_ids_max} ids",
                        "params.action.execution_ids")
         ids = []
         for i, value in enumerate(action.execution_ids):
             try:
                 ids.append(parse_execution_id(value))
             except VigilError as exc:
-                raise _bad(exc.message, f"params.action.execution_ids[{i}]") from None
+                raise invalid_request(exc.message, f"params.action.execution_ids[{i}]") from None
         timeout = action.timeout_seconds
         if timeout is None:
             timeout = s.wait_timeout_default
         elif not (math.isfinite(timeout) and 0 <= timeout <= s.wait_timeout_max):
-            raise _bad(f"timeout_seconds must be a finite number from 0 through "
+            raise invalid_request(f"timeout_seconds must be a finite number from 0 through "
                        f"{s.wait_timeout_max:g}", "params.action.timeout_seconds")
         wanted = set(action.events) if action.events else None
         store = self.store
@@ -251,7 +247,7 @@ class Observer:
         try:
             eid = parse_execution_id(action.execution_id)
         except VigilError as exc:
-            raise _bad(exc.message, "params.action.execution_id") from None
+            raise invalid_request(exc.message, "params.action.execution_id") from None
         rec = await trio.to_thread.run_sync(self.store.get, scope, eid)
         if rec is None:
             from vigil.daemon.store import ExecutionNotFound

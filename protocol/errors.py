@@ -93,3 +93,8 @@ class RemoteProtocolError(ProtocolError):
 
 class RemoteError(VigilError):
     """The daemon answered a request with an error."""
+
+
+def invalid_request(message: str, field: str) -> VigilError:
+    """The one shape of a bad-parameter error: `invalid_request`, naming the field."""
+    return VigilError(ErrorCode.INVALID_REQUEST, message, {"field": field})

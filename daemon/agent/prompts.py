@@ -29,7 +29,7 @@ import trio
 from vigil.daemon.recognize import Registry, marker_resembles
 from vigil.daemon.store import ExecutionNotFound, Store, parse_execution_id
 from vigil.protocol.agent_api import AgentParams, Receipt
-from vigil.protocol.errors import ErrorCode, VigilError
+from vigil.protocol.errors import ErrorCode, VigilError, invalid_request
 from vigil.protocol.settings import Settings
 
 from ..recognition import recognition_input
@@ -39,10 +39,6 @@ _PROMPT_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}")
 _encoder = msgspec.msgpack.Encoder()
 _decoder = msgspec.msgpack.Decoder(Receipt)
 DEFAULT_WAIT_FOR = ["awaiting_input", "awaiting_approval", "exited"]
-
-
-def _bad(message: str, field: str) -> VigilError:
-    return VigilError(ErrorCode.INVALID_REQUEST, message, {"field": field})
 
 
 def digest(text: str) -> str:
@@ -98,24 +94,24 @@ class PromptService:
     def _validate(self, params: AgentParams, *, need_text: bool) -> tuple[str, str, float]:
         s = self.settings
         if not params.target:
-            raise _bad("a native prompt needs an explicit target execution id", "params.target")
+            raise invalid_request("a native prompt needs an explicit target execution id", "params.target")
         try:
             eid = parse_execution_id(params.target)
         except VigilError as exc:
-            raise _bad(exc.message, "params.target") from None
+            raise invalid_request(exc.message, "params.target") from None
         if not params.prompt_id or not _PROMPT_ID.fullmatch(params.prompt_id):
-            raise _bad("prompt_id is required: 1-128 characters of letters, digits and _.:-, "
+            raise invalid_request("prompt_id is required: 1-128 characters of letters, digits and _.:-, "
                        "starting with a letter or digit", "params.prompt_id")
         if need_text:
             if params.text is None or not params.text:
-                raise _bad("text is required", "params.text")
+                raise invalid_request("text is required", "params.text")
             size = len(params.text.encode("utf-8", "surrogateescape"))
             if size > s.prompt_text_max_bytes:
-                raise _bad(f"text is {size} bytes; the limit is {s.prompt_text_max_bytes}",
+                raise invalid_request(f"text is {size} bytes; the limit is {s.prompt_text_max_bytes}",
                            "params.text")
         timeout = 10.0 if params.timeout_seconds is None else params.timeout_seconds
         if not 0 <= timeout <= s.prompt_wait_max_seconds:
-            raise _bad(f"timeout_seconds must be from 0 through {s.prompt_wait_max_seconds:g}",
+            raise invalid_request(f"timeout_seconds must be from 0 through {s.prompt_wait_max_seconds:g}",
                        "params.timeout_seconds")
         return eid, params.prompt_id, timeout
 

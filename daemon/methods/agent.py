@@ -10,7 +10,7 @@ import msgspec
 from vigil.daemon.agent.herdr import herdr_backend_from_environ
 from vigil.daemon.agent.prompts import PromptService
 from vigil.protocol.agent_api import AgentParams, AgentResult
-from vigil.protocol.errors import ErrorCode, VigilError
+from vigil.protocol.errors import ErrorCode, VigilError, invalid_request
 from vigil.protocol.execution_api import (
     ExecutionParams,
     ExplainAction,
@@ -25,10 +25,6 @@ from ..scopes import LOCAL_PRINCIPAL, Scopes
 from ..views import recovery_of
 
 
-def _bad(message: str, field: str) -> VigilError:
-    return VigilError(ErrorCode.INVALID_REQUEST, message, {"field": field})
-
-
 def install(dispatcher: Dispatcher, *, scopes: Scopes, prompts: PromptService) -> None:
     execution = dispatcher.get("Execution")
 
@@ -40,7 +36,7 @@ def install(dispatcher: Dispatcher, *, scopes: Scopes, prompts: PromptService) -
 
     def target(params: AgentParams) -> str:
         if not params.target:
-            raise _bad(f"action {params.action!r} needs a target", "params.target")
+            raise invalid_request(f"action {params.action!r} needs a target", "params.target")
         return params.target
 
     @dispatcher.route("Agent")
@@ -72,7 +68,7 @@ def install(dispatcher: Dispatcher, *, scopes: Scopes, prompts: PromptService) -
             return await as_execution(ctx, params, WaitAction(
                 execution_ids=[target(params)], after=params.after,
                 timeout_seconds=params.timeout_seconds, events=params.events))
-        raise _bad(f"unknown action {a!r}", "params.action")
+        raise invalid_request(f"unknown action {a!r}", "params.action")
 
     async def herdr(thread, params: AgentParams) -> AgentResult:
         # HerdrError is a VigilError with a herdr_* code (protocol ErrorCode): it passes
@@ -94,7 +90,7 @@ def install(dispatcher: Dispatcher, *, scopes: Scopes, prompts: PromptService) -
             data = await scope.explain(target(params))
         elif a == "prompt":
             if not params.text:
-                raise _bad("text is required", "params.text")
+                raise invalid_request("text is required", "params.text")
             data = await scope.prompt(target(params), params.text)
         else:
             data = await scope.wait(target(params), until=params.until,

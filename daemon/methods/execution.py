@@ -14,7 +14,7 @@ from vigil.daemon.store import (
     read_output_page,
     read_screen_page,
 )
-from vigil.protocol.errors import ErrorCode, VigilError
+from vigil.protocol.errors import ErrorCode, VigilError, invalid_request
 from vigil.protocol.execution_api import (
     ExecutionParams,
     ExecutionResult,
@@ -42,20 +42,16 @@ from ..scopes import Scopes
 from ..views import execution_view, recovery_of
 
 
-def _bad(message: str, field: str) -> VigilError:
-    return VigilError(ErrorCode.INVALID_REQUEST, message, {"field": field})
-
-
 def _execution_id(value: str, field: str = "params.action.execution_id") -> str:
     try:
         return parse_execution_id(value)
     except VigilError as exc:
-        raise _bad(exc.message, field) from None
+        raise invalid_request(exc.message, field) from None
 
 
 def _dimension(value: int | None, field: str) -> int | None:
     if value is not None and not 2 <= value <= 1000:
-        raise _bad(f"{field.rsplit('.', 1)[-1]} must be between 2 and 1000, got {value}", field)
+        raise invalid_request(f"{field.rsplit('.', 1)[-1]} must be between 2 and 1000, got {value}", field)
     return value
 
 
@@ -68,21 +64,21 @@ def install(dispatcher: Dispatcher, *, scopes: Scopes, store: Store, runtimes: R
     async def run(ctx: CallContext, params: RunParams) -> RunResult:
         thread = scopes.check(params.thread_id, params.workspace_root)
         if (params.argv is None) == (params.command is None):
-            raise _bad("give exactly one of argv (a list) or command (a shell string)", "params.argv")
+            raise invalid_request("give exactly one of argv (a list) or command (a shell string)", "params.argv")
         if params.argv is not None:
             if not params.argv or not params.argv[0]:
-                raise _bad("argv must name a program", "params.argv")
+                raise invalid_request("argv must name a program", "params.argv")
             argv, command = list(params.argv), " ".join(params.argv)
         else:
             if not params.command.strip():
-                raise _bad("command is empty", "params.command")
+                raise invalid_request("command is empty", "params.command")
             argv, command = ["/bin/sh", "-c", params.command], params.command
         if any("\0" in a for a in argv) or any("\0" in k + v or "=" in k for k, v in params.env.items()):
-            raise _bad("argv and env must not contain NUL, and env names must not contain '='",
+            raise invalid_request("argv and env must not contain NUL, and env names must not contain '='",
                        "params.env")
         cwd = params.cwd or thread.workspace_root
         if not os.path.isabs(cwd) or not os.path.isdir(cwd):
-            raise _bad(f"cwd {cwd!r} is not an existing absolute directory", "params.cwd")
+            raise invalid_request(f"cwd {cwd!r} is not an existing absolute directory", "params.cwd")
         record = await runtimes.start(
             scope=thread.scope, thread_id=thread.thread_id, workspace_root=thread.workspace_root,
             argv=argv, command=command, cwd=cwd, env=dict(params.env),
@@ -98,7 +94,7 @@ def install(dispatcher: Dispatcher, *, scopes: Scopes, store: Store, runtimes: R
         if isinstance(action, ListAction):
             limit = action.limit if action.limit is not None else settings.list_limit_default
             if not 1 <= limit <= settings.list_limit_max:
-                raise _bad(f"limit must be between 1 and {settings.list_limit_max}, got {limit}",
+                raise invalid_request(f"limit must be between 1 and {settings.list_limit_max}, got {limit}",
                            "params.action.limit")
             listing = await in_thread(store.list, scope, limit)
             return ExecutionResult(data={
@@ -122,12 +118,12 @@ def install(dispatcher: Dispatcher, *, scopes: Scopes, store: Store, runtimes: R
             return await observer.wait(scope, action)
         if isinstance(action, ExplainAction):
             return await observer.explain(scope, action)
-        raise _bad(f"unsupported action {type(action).__name__}", "params.action.type")
+        raise invalid_request(f"unsupported action {type(action).__name__}", "params.action.type")
 
     async def _read(scope: str, action: ReadAction) -> dict:
         eid = _execution_id(action.execution_id)
         if not 0 <= action.wait_seconds <= settings.wait_timeout_max:
-            raise _bad(f"wait_seconds must be between 0 and {settings.wait_timeout_max:g}",
+            raise invalid_request(f"wait_seconds must be between 0 and {settings.wait_timeout_max:g}",
                        "params.action.wait_seconds")
         if action.source == "output":
             reader = read_output_page
@@ -184,7 +180,7 @@ def install(dispatcher: Dispatcher, *, scopes: Scopes, store: Store, runtimes: R
         thread = scopes.check(params.thread_id, params.workspace_root)
         prefix = params.prefix.lower()
         if not 1 <= len(prefix) <= 32 or any(c not in "0123456789abcdef" for c in prefix):
-            raise _bad(f"{params.prefix!r} is not an execution id or a prefix of one",
+            raise invalid_request(f"{params.prefix!r} is not an execution id or a prefix of one",
                        "params.prefix")
         listing = await in_thread(store.list, thread.scope, settings.list_limit_max)
         matches = [r.execution_id for r in listing.records if r.execution_id.startswith(prefix)]
