@@ -40,6 +40,10 @@ def attach(scope, execution_id: str, detach_key: bytes = DEFAULT_DETACH,
     result = client.call("attach", scope.params(execution_id=execution_id, rows=rows, cols=cols))
     saved = termios.tcgetattr(stdin_fd) if is_tty else None
     resized = []
+    # select() is restarted after a signal handler runs (PEP 475), so SIGWINCH alone would
+    # wait for the next key or output: a wakeup pipe in the select set makes it prompt.
+    wake_r, wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
+    old_wakeup = signal.set_wakeup_fd(wake_w)
     old_handler = signal.signal(signal.SIGWINCH, lambda *_: resized.append(1))
     try:
         if is_tty:
@@ -51,10 +55,10 @@ def attach(scope, execution_id: str, detach_key: bytes = DEFAULT_DETACH,
                 resized.clear()
                 r, c = _size(stdin_fd)
                 client.send("resize", scope.params(execution_id=execution_id, rows=r, cols=c))
-            try:
-                ready, _, _ = select.select([stdin_fd, client.fileno()], [], [])
-            except InterruptedError:
-                continue
+            ready, _, _ = select.select([stdin_fd, client.fileno(), wake_r], [], [])
+            if wake_r in ready:
+                os.read(wake_r, 512)
+                continue  # the SIGWINCH flag is handled at the top of the loop
             if stdin_fd in ready:
                 data = os.read(stdin_fd, 4096)
                 if not data:
@@ -67,13 +71,16 @@ def attach(scope, execution_id: str, detach_key: bytes = DEFAULT_DETACH,
                 client.send("input", scope.params(execution_id=execution_id, data=data))
             if client.fileno() in ready:
                 for event in client.pump_once():
-                    if event.get("kind") == "output":
+                    if event.get("kind") in ("output", "repaint"):
                         stdout.write(event["data"])
                         stdout.flush()
                     elif event.get("kind") in ("exited", "dropped"):
                         return event["kind"]
     finally:
         signal.signal(signal.SIGWINCH, old_handler)
+        signal.set_wakeup_fd(old_wakeup)
+        os.close(wake_r)
+        os.close(wake_w)
         if saved is not None:
             termios.tcsetattr(stdin_fd, termios.TCSADRAIN, saved)
 

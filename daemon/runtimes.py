@@ -65,6 +65,7 @@ class Viewer:
         self.size = 0
         self.ready = trio.Event()
         self.closed: str | None = None
+        self.repaint = False
 
     def offer(self, data: bytes) -> None:
         if self.closed:
@@ -76,14 +77,26 @@ class Viewer:
         self.size += len(data)
         self.ready.set()
 
+    def lost(self) -> None:
+        """Output was lost before it reached us (a guardian ring gap): what is queued no
+        longer joins up with what follows, so the viewer gets a repaint instead — unless it
+        is already half its buffer behind, which is a viewer that stopped reading: dropped."""
+        if self.size > self.capacity // 2:
+            self.close("dropped")
+            return
+        self.chunks.clear()
+        self.size = 0
+        self.repaint = True
+        self.ready.set()
+
     def close(self, reason: str) -> None:
         if not self.closed:
             self.closed = reason
             self.ready.set()
 
     async def get(self) -> bytes | None:
-        """Everything queued so far, or None once closed and drained."""
-        while not self.chunks:
+        """Everything queued so far, or None once closed and drained. Check `repaint` first."""
+        while not self.chunks and not self.repaint:
             if self.closed:
                 return None
             self.ready = trio.Event()
@@ -323,8 +336,12 @@ class RuntimeManager:
                         break
                     elif isinstance(msg, wire.Error):
                         log.warning("guardian of %s: %s: %s", eid, msg.code, msg.message)
-                    # Gap needs nothing here: the next Output's offset past the end is
-                    # recorded by the store as the gap, with its exact size.
+                    elif isinstance(msg, wire.Gap):
+                        # The store records the gap from the next Output's offset; viewers
+                        # would see a silent hole, so they get a repaint instead.
+                        live.screen.keeper.lost()
+                        for viewer in tuple(live.viewers):
+                            viewer.lost()
             except GuardianClosed:
                 await self.ingest.flush()
                 await self._settle_lost(live, "the guardian vanished without an exit record")

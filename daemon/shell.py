@@ -70,6 +70,10 @@ class ShellSession:
         self.cmd_start: int | None = None
         self.cmd_done = trio.Event()
         self.cmd_done.set()
+        #: Set once bash announced the current command's start (PS0): input typed before
+        #: that would reach readline, not the command.
+        self.cmd_started = trio.Event()
+        self.cmd_started.set()
         self.last_exit: int | None = None
         self.last_cmd_eid: str | None = None
         self.tail: deque[bytes] = deque()
@@ -88,6 +92,7 @@ class ShellSession:
                 if self.cmd_eid is not None and self.cmd_start is None:
                     self.cmd_start = event.offset
                     ingest.set_fields(self.cmd_eid, shell_offset=event.offset)
+                self.cmd_started.set()
             elif isinstance(event, Done):
                 self.cwd = event.cwd or self.cwd
                 self.ready.set()
@@ -114,6 +119,7 @@ class ShellSession:
         self.cmd_eid = None
         self.cmd_start = None
         self.cmd_done.set()
+        self.cmd_started.set()
 
     def output_text(self) -> tuple[str, bool]:
         data = b"".join(self.tail)
@@ -211,9 +217,17 @@ class ShellManager:
             argv=argv, command="bash (persistent shell)", cwd=thread.workspace_root,
             env={"VIGIL_SHELL": "1", "PAGER": "cat", "GIT_PAGER": "cat"}, rows=None, cols=None,
             name="shell", kind="shell", observers=observers)
+        previous = thread.shell_execution_id
         thread = self.scopes.update(thread, shell_execution_id=record.execution_id,
                                     shell_nonce=nonce)
         session = session_holder[0]
+        if previous:
+            # Generations count the thread's commands, across shells: input quoting an old
+            # shell's generation must never match a command of the new one.
+            old = await trio.to_thread.run_sync(self.store.get, thread.scope, previous)
+            if old is not None and old.generation:
+                session.generation = old.generation
+                self.runtimes.ingest.set_fields(record.execution_id, generation=old.generation)
         session.thread = thread
         self.sessions[thread.thread_id] = session
         with trio.move_on_after(self.settings.guardian_start_timeout_seconds):
@@ -254,6 +268,7 @@ class ShellManager:
         session.cmd_eid = eid
         session.cmd_start = None
         session.cmd_done = trio.Event()
+        session.cmd_started = trio.Event()
         session.tail.clear()
         session.tail_bytes = 0
         session.truncated = False
@@ -262,8 +277,10 @@ class ShellManager:
             path = os.path.join(self.shell_dir, f"cmd-{eid}.sh")
             fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
             with os.fdopen(fd, "w") as f:
-                f.write(line + "\n")
-            line = f". '{path}'; rm -f -- '{path}'"
+                # The file removes itself first: `. FILE` then ends with the command's own
+                # status, which the end marker reports.
+                f.write(f"rm -f -- '{path}'\n{line}\n")
+            line = f". '{path}'"
         await self.runtimes.send_input(session.shell_eid, line.encode() + b"\r")
         return session
 
@@ -274,6 +291,10 @@ class ShellManager:
                              f"generation {generation} is stale; the shell is at "
                              f"generation {session.generation}",
                              {"generation": session.generation})
+        if not session.cmd_started.is_set():
+            # The command line may still be with readline (Enter would stay a raw CR there).
+            with trio.move_on_after(self.settings.shell_start_wait_seconds):
+                await session.cmd_started.wait()
         await self.runtimes.send_input(session.shell_eid, data)
         return session
 

@@ -126,6 +126,7 @@ class Settings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True, frozen=
     bash_wait_max_seconds: _f(0, 3600, "largest wait_for_seconds accepted") = 300.0
     canonical_line_max_bytes: _r(64, 65536, "kernel canonical-mode line limit (4,095 chars)") = 4095
     viewer_buffer_bytes: _r(4 * KiB, 256 * MiB, "output queued for one attached viewer before it is dropped") = 4 * MiB
+    shell_start_wait_seconds: _f(0, 60, "input right after a command waits this long for bash to start it") = 2.0
     bash_output_max_bytes: _r(256, 1 << 20, "command output returned by BashCommand (its tail)") = 64 * KiB
     bash_text_max_bytes: _r(1, 1 << 20, "text accepted by one send_text/command") = 64 * KiB
 

@@ -52,11 +52,11 @@ def install(dispatcher: Dispatcher, *, scopes: Scopes, shells: ShellManager,
                                  {"field": "params.generation"})
             session = await shells.command(thread, action.command)
             await shells.wait(session, wait)
-            return shells.result(session)
+            return await answer(session)
         if isinstance(action, StatusCheckAction):
             session = await shells.session(thread)
             await shells.wait(session, wait)
-            return shells.result(session)
+            return await answer(session)
         if isinstance(action, SendTextAction):
             data = action.text.encode("utf-8", "surrogateescape")
             if len(data) > settings.bash_text_max_bytes:
@@ -78,4 +78,9 @@ def install(dispatcher: Dispatcher, *, scopes: Scopes, shells: ShellManager,
             raise VigilError(ErrorCode.INVALID_REQUEST, "unknown action", {"field": "params.action"})
         session = await shells.send(thread, data, params.generation)
         await shells.wait(session, wait)
+        return await answer(session)
+
+    async def answer(session) -> BashCommandResult:
+        # What the answer says must already be what Execution get reads.
+        await runtimes.ingest.flush()
         return shells.result(session)

@@ -86,6 +86,18 @@ def install(dispatcher: Dispatcher, *, scopes: Scopes, store: Store, runtimes: R
                 execution_id=eid, repaint=repaint, rows=snap.rows, cols=snap.cols)))
             while True:
                 data = await viewer.get()
+                if viewer.repaint:
+                    # Everything queued was dropped with the flag; the keeper has been fed
+                    # every byte up to now, so its screen is exactly what follows joins to.
+                    viewer.repaint = False
+                    viewer.chunks.clear()
+                    viewer.size = 0
+                    while keeper.process(0.05):
+                        pass
+                    await ctx.send(ctx.connection.send_event(
+                        {"kind": "repaint", "execution_id": eid,
+                         "data": keeper.ansi().encode("utf-8", "surrogateescape")}))
+                    continue
                 if data is None:
                     await ctx.send(ctx.connection.send_event(
                         {"kind": viewer.closed, "execution_id": eid}))

@@ -353,6 +353,13 @@ class ScreenKeeper:
         finally:
             screen.on_resync = hook
 
+    def lost(self) -> None:
+        """Bytes between what was fed and what comes next never arrived (a guardian ring
+        gap). The screen can't be exact again until a safe point is parsed, and the replay
+        checkpoint no longer joins up with the stream, so it is dropped."""
+        self._gap_main = self._gap_alt = True
+        self._checkpoint = None
+
     def resync(self) -> bool:
         """Re-render exactly from the checkpoint, if the screen is fast-forwarded and one is
         kept. The replayed bytes become pending (parse them with `process`; they are not

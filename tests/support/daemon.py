@@ -80,7 +80,30 @@ class VigilHome:
     def cleanup(self) -> None:
         for d in self.daemons:
             d.stop()
+        # Guardians (and their children) outlive the daemon by design; this test's ones
+        # carry its VIGIL_SOCKET in their environment, so they can be found and ended.
+        for pid in processes_with_env(f"VIGIL_SOCKET={self.socket}"):
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
         shutil.rmtree(self.root, ignore_errors=True)
+
+
+def processes_with_env(entry: str) -> list[int]:
+    """Live processes whose environment contains exactly `entry` (read from /proc)."""
+    needle = entry.encode() + b"\0"
+    found = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit() or int(name) == os.getpid():
+            continue
+        try:
+            with open(f"/proc/{name}/environ", "rb") as f:
+                if needle in f.read() + b"\0":
+                    found.append(int(name))
+        except OSError:
+            continue
+    return found
 
 
 class DaemonProcess:
