@@ -16,12 +16,31 @@ never come. Exec failures are reported back over a close-on-exec pipe, as subpro
 
 from __future__ import annotations
 
+import ctypes
 import errno
 import fcntl
 import os
+import platform
 import signal
 import struct
 import termios
+
+#: rt_sigaction's number, for the signals the C library will not let `signal.signal` touch
+#: (32 and 33, reserved by NPTL): if the daemon's own parent ignored one of them, the
+#: ignore would survive exec into the child. A zeroed kernel `struct sigaction` is SIG_DFL
+#: with no flags and an empty mask on every layout.
+_RT_SIGACTION = {"x86_64": 13, "aarch64": 134}.get(platform.machine())
+_LIBC = ctypes.CDLL(None, use_errno=True) if _RT_SIGACTION is not None else None
+_ZERO_SIGACTION = ctypes.create_string_buffer(64)
+
+
+def _default_disposition(sig: int) -> None:
+    """SIG_DFL for `sig`, also for the C library's reserved real-time signals."""
+    try:
+        signal.signal(sig, signal.SIG_DFL)
+    except (OSError, ValueError):
+        if _LIBC is not None:
+            _LIBC.syscall(_RT_SIGACTION, sig, _ZERO_SIGACTION, None, 8)
 
 
 class SpawnError(OSError):
@@ -61,13 +80,10 @@ def _child(slave: int, errpipe_w: int, argv: list[str], cwd: str, env: dict[str,
         step = "chdir"
         os.chdir(cwd)
         step = "signal reset"
-        for sig in signal.valid_signals():
+        for sig in range(1, signal.NSIG):  # valid_signals() omits the reserved 32 and 33
             if sig in (signal.SIGKILL, signal.SIGSTOP):
                 continue
-            try:
-                signal.signal(sig, signal.SIG_DFL)
-            except (OSError, ValueError):
-                pass  # reserved real-time signals of the C library
+            _default_disposition(sig)
         signal.pthread_sigmask(signal.SIG_SETMASK, ())
         step = "exec"
         os.execvpe(argv[0], argv, env)
