@@ -9,7 +9,6 @@ by re-evaluating at the debouncer's due time even when the screen stays quiet.
 
 from __future__ import annotations
 
-import os
 
 import msgspec
 import trio

@@ -26,7 +26,6 @@ from vigil.daemon.guardian.errors import (
     GuardianClosed,
     GuardianError,
     GuardianLaunchError,
-    GuardianUnavailable,
 )
 from vigil.daemon.guardian.identity import identity_alive
 from vigil.daemon.guardian.launch import launch_guardian, make_launch_spec
@@ -207,8 +206,9 @@ class RuntimeManager:
                                         stderr_path=os.path.join(self.log_dir, "guardians.log")))
         except GuardianLaunchError as exc:
             # It never ran: say so on the record (unknown, with the reason) and to the caller.
+            reason = f"launch failed: {exc.message}"
             await trio.to_thread.run_sync(lambda: self.store.update(
-                eid, status="unknown", unknown_reason=f"launch failed: {exc.message}"))
+                eid, status="unknown", unknown_reason=reason))
             raise VigilError(exc.code, exc.message, {"execution_id": eid}) from None
         record = await trio.to_thread.run_sync(
             lambda: self.store.update(eid, runtime=to_store_identity(identity)))

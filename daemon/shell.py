@@ -26,7 +26,7 @@ from vigil.protocol.errors import ErrorCode, VigilError
 from vigil.protocol.settings import Settings
 from vigil.protocol.shell_api import BashCommandResult
 
-from .runtimes import Live, RuntimeManager
+from .runtimes import RuntimeManager
 from .scopes import Scopes, ThreadRecord
 from .shell_markers import Done, MarkerScanner, Segment, Started, rcfile
 

@@ -22,7 +22,6 @@ from vigil.protocol.execution_api import (
 
 from ..dispatch import CallContext, Dispatcher
 from ..scopes import LOCAL_PRINCIPAL, Scopes
-from ..views import recovery_of
 
 
 def install(dispatcher: Dispatcher, *, scopes: Scopes, prompts: PromptService) -> None:

@@ -41,7 +41,6 @@ def install(dispatcher: Dispatcher, *, scopes: Scopes, shells: ShellManager,
                     workspace_root=thread.workspace_root, argv=["bash", "-c", action.command],
                     command=action.command, cwd=session.cwd, env={}, rows=None, cols=None,
                     name="background")
-                result = shells.result(session)
                 return BashCommandResult(
                     status="background", generation=session.generation,
                     execution_id=record.execution_id, shell_execution_id=session.shell_eid,
