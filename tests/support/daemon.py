@@ -107,9 +107,12 @@ def processes_with_env(entry: str) -> list[int]:
 
 
 class DaemonProcess:
-    def __init__(self, home: VigilHome, extra_env: dict | None = None):
+    def __init__(self, home: VigilHome, extra_env: dict | None = None,
+                 prefix: list[str] | None = None):
         self.home = home
         self.extra_env = extra_env or {}
+        #: Run the daemon under a wrapper (e.g. setpriv to drop capabilities).
+        self.prefix = prefix or []
         self.proc: subprocess.Popen | None = None
         self.log = home.root / f"vigild-{len(home.daemons)}.log"
 
@@ -118,7 +121,7 @@ class DaemonProcess:
         env = dict(self.home.env, **self.extra_env)
         with open(self.log, "ab") as log:
             self.proc = subprocess.Popen(
-                [sys.executable, "-m", "vigil.daemon", "--ready-fd", str(write_fd)],
+                self.prefix + [sys.executable, "-m", "vigil.daemon", "--ready-fd", str(write_fd)],
                 env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
                 pass_fds=(write_fd,), start_new_session=True)
         os.close(write_fd)
