@@ -187,21 +187,21 @@ def cmd_logs(args: argparse.Namespace) -> int:
     return output.OK
 
 
-def cmd_kill(args: argparse.Namespace) -> int:
-    sig = args.signal.upper().removeprefix("SIG") if not args.signal.isdigit() else int(args.signal)
+def _call_on(args: argparse.Namespace, method: str, **params: Any) -> Any:
+    """Call `method` on the execution named (by id or unique prefix) in `args.id`."""
     client, scope = _scope(args)
     with client:
-        eid = scope.resolve(args.id)
-        result = scope.call("signal", execution_id=eid, signal=sig)
-    output.emit(result, args.json, lambda r: "")
+        return scope.call(method, execution_id=scope.resolve(args.id), **params)
+
+
+def cmd_kill(args: argparse.Namespace) -> int:
+    sig = args.signal.upper().removeprefix("SIG") if not args.signal.isdigit() else int(args.signal)
+    output.emit(_call_on(args, "signal", signal=sig), args.json, lambda r: "")
     return output.OK
 
 
 def cmd_screen(args: argparse.Namespace) -> int:
-    client, scope = _scope(args)
-    with client:
-        eid = scope.resolve(args.id)
-        result = scope.call("screen", execution_id=eid, ansi=args.ansi)
+    result = _call_on(args, "screen", ansi=args.ansi)
 
     def human(r):
         if args.ansi and r.get("ansi") is not None:
@@ -228,21 +228,13 @@ def cmd_attach(args: argparse.Namespace) -> int:
 
 
 def cmd_send(args: argparse.Namespace) -> int:
-    client, scope = _scope(args)
-    with client:
-        eid = scope.resolve(args.id)
-        result = scope.call("input", execution_id=eid, text=args.text,
-                            keys=["Enter"] if args.enter else [])
+    result = _call_on(args, "input", text=args.text, keys=["Enter"] if args.enter else [])
     output.emit(result, args.json, lambda r: "")
     return output.OK
 
 
 def cmd_keys(args: argparse.Namespace) -> int:
-    client, scope = _scope(args)
-    with client:
-        eid = scope.resolve(args.id)
-        result = scope.call("input", execution_id=eid, keys=args.keys)
-    output.emit(result, args.json, lambda r: "")
+    output.emit(_call_on(args, "input", keys=args.keys), args.json, lambda r: "")
     return output.OK
 
 
