@@ -134,12 +134,26 @@ async def serve(state: DaemonState, claim: rendezvous.Claim, ready_fd: int | Non
             nursery.cancel_scope.cancel()
 
 
+def limit_malloc_arenas(arenas: int = 2) -> None:
+    """Cap glibc's malloc arenas. Store reads and writes run in trio worker threads, and
+    glibc gives each thread its own arena (up to 8 per core): under 50 clients the daemon's
+    anonymous memory grew ~14 MiB a round, to 104 MiB, against ~40 MiB flat with two arenas
+    (tests/reliability/test_load.py). A no-op where malloc is not glibc's."""
+    try:
+        import ctypes
+
+        ctypes.CDLL(None).mallopt(-8, arenas)  # M_ARENA_MAX
+    except (OSError, AttributeError):
+        pass
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="vigild", description="the vigil daemon")
     parser.add_argument("--ready-fd", type=int, default=None,
                         help="write READY or EXISTS to this fd once the socket accepts")
     parser.add_argument("--version", action="version", version=f"vigild {VERSION}")
     args = parser.parse_args(argv)
+    limit_malloc_arenas()
     logs.setup()
     ready_fd = args.ready_fd
     if ready_fd is not None:

@@ -98,12 +98,20 @@ class Server:
             async with send_lock:
                 await stream.send_all(frame)
 
+        # A client that pipelines requests and never reads the answers would make the daemon
+        # hold every answer in memory; past this many unanswered calls the reader stops taking
+        # requests from that connection (its socket buffer then fills: its own back-pressure).
+        in_flight = trio.Semaphore(settings.connection_requests_in_flight)
+
         async def run_call(ctx: CallContext, route, params) -> None:
-            frame = await self.dispatcher.dispatch(conn, ctx, route, params)
             try:
-                await send(frame)
-            except (trio.BrokenResourceError, trio.ClosedResourceError):
-                pass
+                frame = await self.dispatcher.dispatch(conn, ctx, route, params)
+                try:
+                    await send(frame)
+                except (trio.BrokenResourceError, trio.ClosedResourceError):
+                    pass
+            finally:
+                in_flight.release()
 
         async with trio.open_nursery() as nursery:
             while True:
@@ -122,6 +130,7 @@ class Server:
                         if route is None or route.inline:
                             await send(await self.dispatcher.dispatch(conn, ctx, route, event.params))
                         else:
+                            await in_flight.acquire()
                             nursery.start_soon(run_call, ctx, route, event.params)
                     elif isinstance(event, HelloReceived):
                         await send(conn.accept_hello(event.id, self.hello_result(conn.protocol)))

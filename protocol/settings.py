@@ -37,6 +37,7 @@ class Settings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True, frozen=
 
     # --- wire -------------------------------------------------------------------------------
     max_frame_bytes: _r(4 * KiB, 256 * MiB, "largest frame body accepted (DESIGN: 16 MiB)") = 16 * MiB
+    connection_requests_in_flight: _r(1, 65536, "unanswered requests one connection may have; past it the daemon stops reading that connection") = 64
     client_start_timeout_seconds: _f(0.1, 60, "how long a CLI waits for an autostarted daemon") = 10.0
 
     # --- guardian ---------------------------------------------------------------------------
