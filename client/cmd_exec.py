@@ -82,29 +82,43 @@ def cmd_run(args: argparse.Namespace) -> int:
         return exit_status(final)
 
 
-def follow(scope, execution_id: str, sink) -> dict[str, Any]:
-    """Stream retained output to `sink` until the execution ends; returns the final record.
+def output_pages(scope, execution_id: str, *, follow: bool):
+    """Yield the execution's output pages from the start.
 
-    Each read long-polls in the daemon (`wait_seconds`), which wakes on new output or the
-    exit: nothing here polls on a timer.
+    Following, each read long-polls in the daemon (`wait_seconds`), which wakes on new output
+    or the exit, until the execution has ended and everything was read: nothing here polls
+    on a timer. Without following, it stops at what is retained now.
     """
     cursor = None
     while True:
-        action = {"type": "read", "execution_id": execution_id, "source": "output",
-                  "page_bytes": 65536, "wait_seconds": 30.0}
+        action: dict[str, Any] = {"type": "read", "execution_id": execution_id,
+                                  "source": "output", "page_bytes": 65536}
+        if follow:
+            action["wait_seconds"] = 30.0
         if cursor:
             action["cursor"] = cursor
         page = scope.execution(action)["data"]["page"]
-        if page.get("gap") and sink is not None:
-            gap = page["gap"]
-            sys.stderr.write(f"vigil: {gap['bytes_skipped']} bytes of output are no longer "
-                             "retained\n")
-        if page["text"] and sink is not None:
-            sink.write(page["text"].encode("utf-8", "surrogateescape"))
-            sink.flush()
+        yield page
         cursor = page["next_cursor"]
-        if not page["has_more"]:
-            break
+        if not page["has_more"] or (not follow and not page["text"] and not page.get("gap")):
+            return
+
+
+def write_page(page: dict[str, Any], sink) -> None:
+    """A page's text to `sink`; a retention gap is said on stderr."""
+    if page.get("gap"):
+        sys.stderr.write(f"vigil: {page['gap']['bytes_skipped']} bytes of output are no longer "
+                         "retained\n")
+    if page["text"]:
+        sink.write(page["text"].encode("utf-8", "surrogateescape"))
+        sink.flush()
+
+
+def follow(scope, execution_id: str, sink) -> dict[str, Any]:
+    """Stream output to `sink` (None: just wait) until the execution ends; the final record."""
+    for page in output_pages(scope, execution_id, follow=True):
+        if sink is not None:
+            write_page(page, sink)
     return scope.execution({"type": "get", "execution_id": execution_id})["data"]["execution"]
 
 
@@ -163,26 +177,14 @@ def cmd_logs(args: argparse.Namespace) -> int:
         if args.follow:
             follow(scope, eid, sys.stdout.buffer)
             return output.OK
-        cursor = None
-        texts = []
-        while True:
-            action = {"type": "read", "execution_id": eid, "source": "output", "page_bytes": 65536}
-            if cursor:
-                action["cursor"] = cursor
-            page = scope.execution(action)["data"]["page"]
+        pages = []
+        for page in output_pages(scope, eid, follow=False):
             if args.json:
-                texts.append(page)
+                pages.append(page)
             else:
-                if page.get("gap"):
-                    sys.stderr.write(f"vigil: {page['gap']['bytes_skipped']} bytes of output are "
-                                     "no longer retained\n")
-                sys.stdout.buffer.write(page["text"].encode("utf-8", "surrogateescape"))
-            cursor = page["next_cursor"]
-            # Without --follow: everything retained up to now, then stop.
-            if not page["has_more"] or (not page["text"] and not page.get("gap")):
-                break
+                write_page(page, sys.stdout.buffer)
         if args.json:
-            output.emit({"pages": texts}, True)
+            output.emit({"pages": pages}, True)
         sys.stdout.flush()
     return output.OK
 
