@@ -72,11 +72,17 @@ class Observer:
         self.registry = registry
         self.settings = settings
 
-    def _budget(self, timeout: float | None, default: float, maximum: float, field: str) -> float:
+    def _timeout(self, timeout: float | None, default: float, maximum: float) -> float:
+        """The request's timeout, validated (spec: finite, 0 through the maximum)."""
         if timeout is None:
             return default
         if not (math.isfinite(timeout) and 0 <= timeout <= maximum):
-            raise invalid_request(f"timeout_seconds must be a finite number from 0 through {maximum:g}", field)
+            raise invalid_request(f"timeout_seconds must be a finite number from 0 through "
+                                  f"{maximum:g}", "params.action.timeout_seconds")
+        return timeout
+
+    def _budget(self, timeout: float) -> float:
+        """Zero means one bounded look: it is granted `zero_deadline_budget_seconds` (250 ms)."""
         return timeout if timeout > 0 else self.settings.zero_deadline_budget_seconds
 
     # --- observe -------------------------------------------------------------------------------
@@ -107,15 +113,15 @@ class Observer:
         if total > s.observe_total_bytes_max:
             raise invalid_request(f"the page sizes add up to {total} bytes; at most "
                        f"{s.observe_total_bytes_max} are allowed", "params.action.items")
-        budget = self._budget(action.timeout_seconds, s.observe_deadline_default,
-                              s.observe_deadline_max, "params.action.timeout_seconds")
+        budget = self._budget(self._timeout(action.timeout_seconds, s.observe_deadline_default,
+                                            s.observe_deadline_max))
         with trio.move_on_after(budget) as deadline:
             # Refresh: each distinct live execution's screen is taken now, then everything
             # pending (output, screens, states) is committed in one ingest round.
             for eid in {eid for eid, _ in ids}:
                 live = self.runtimes.live.get(eid)
                 if live is not None and live.screen is not None:
-                    self.runtimes._screen_changed(live, live.screen.snapshot())
+                    self.runtimes.screen_changed(live, live.screen.snapshot())
             await self.runtimes.ingest.flush()
             detections = {eid: self._detection_text(eid) for eid, _ in ids}
             result = await trio.to_thread.run_sync(self._read_all, scope, items, ids, detections)
@@ -186,12 +192,7 @@ class Observer:
                 ids.append(parse_execution_id(value))
             except VigilError as exc:
                 raise invalid_request(exc.message, f"params.action.execution_ids[{i}]") from None
-        timeout = action.timeout_seconds
-        if timeout is None:
-            timeout = s.wait_timeout_default
-        elif not (math.isfinite(timeout) and 0 <= timeout <= s.wait_timeout_max):
-            raise invalid_request(f"timeout_seconds must be a finite number from 0 through "
-                       f"{s.wait_timeout_max:g}", "params.action.timeout_seconds")
+        timeout = self._timeout(action.timeout_seconds, s.wait_timeout_default, s.wait_timeout_max)
         wanted = set(action.events) if action.events else None
         store = self.store
         after = None
@@ -200,8 +201,7 @@ class Observer:
         # Listen before the first look, so a change committed in between wakes us.
         waiter = self.bus.register(ids)
         try:
-            budget = timeout if timeout > 0 else s.zero_deadline_budget_seconds
-            with trio.move_on_after(budget) as deadline:
+            with trio.move_on_after(self._budget(timeout)) as deadline:
                 if after is None:
                     after = await trio.to_thread.run_sync(store.latest_change_seq)
                     if timeout == 0:

@@ -304,7 +304,7 @@ class RuntimeManager:
         welcome = link.welcome
         keeper = ScreenKeeper(welcome.rows, welcome.cols, self.settings)
         live.screen = ScreenTask(keeper, self.settings,
-                                 lambda snap, quiet: self._screen_changed(live, snap))
+                                 lambda snap, quiet: self.screen_changed(live, snap))
         if self.recognition_factory is not None:
             live.recognition = self.recognition_factory(live)
         async with trio.open_nursery() as nursery:
@@ -360,9 +360,9 @@ class RuntimeManager:
         if keeper.resync():
             while keeper.process(0.05):
                 pass
-        self._screen_changed(live, keeper.snapshot())
+        self.screen_changed(live, keeper.snapshot())
 
-    def _screen_changed(self, live: Live, snap: LiveScreen) -> None:
+    def screen_changed(self, live: Live, snap: LiveScreen) -> None:
         """Persist the screen with the next ingest batch (the store skips identical ones),
         and let the recognizer look at it."""
         self.ingest.set_screen(live.record.execution_id, store_screen(snap, self.store.clock()))
