@@ -26,22 +26,23 @@ import msgspec
 from vigil.daemon.store import Store
 from vigil.protocol.errors import VigilError
 
-from . import authority, logs, rendezvous, systemd
-from .dispatch import Dispatcher
-from .lifecycle import LifecycleBus
+from .process import logs, rendezvous, systemd
+from .rpc import authority
+from .rpc.dispatch import Dispatcher
+from .runtime.lifecycle import LifecycleBus
 from .methods import daemon_info, execution, scope
 from .methods import shell as shell_methods
 from .methods import terminal
 from .methods import agent as agent_methods
 from .agent.prompts import PromptService
-from .runtimes import RuntimeManager
-from .scopes import Scopes, ThreadRecord
-from .server import Server
-from .shell import ShellManager
-from .observe import Observer
-from .recognition import Recognition
+from .runtime.manager import RuntimeManager
+from .rpc.scopes import Scopes, ThreadRecord
+from .rpc.server import Server
+from .shell.manager import ShellManager
+from .history.service import Observer
+from .recognize.live import Recognition
 from vigil.daemon.recognize import Registry
-from .state import DaemonState
+from .process.state import DaemonState
 
 log = logging.getLogger("vigild")
 

@@ -21,7 +21,7 @@ from typing import Any
 import msgspec
 
 from .codec import Encoding, decode_as, decoder, encoder, sniff_encoding
-from .daemon_api import HelloParams, HelloResult
+from .api.daemon import HelloParams, HelloResult
 from .envelope import (
     ErrorBody,
     ErrorEnvelope,

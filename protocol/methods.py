@@ -10,7 +10,7 @@ from __future__ import annotations
 import msgspec
 from typing import Any
 
-from . import agent_api, daemon_api, execution_api, scope_api, shell_api
+from .api import agent as agent_api, daemon as daemon_api, execution as execution_api, scope as scope_api, shell as shell_api
 
 
 class Method(msgspec.Struct, frozen=True):

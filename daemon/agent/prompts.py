@@ -28,12 +28,12 @@ import trio
 
 from vigil.daemon.recognize import Registry, marker_resembles
 from vigil.daemon.store import ExecutionNotFound, Store, parse_execution_id
-from vigil.protocol.agent_api import AgentParams, Receipt
+from vigil.protocol.api.agent import AgentParams, Receipt
 from vigil.protocol.errors import ErrorCode, VigilError, invalid_request
 from vigil.protocol.settings import Settings
 
-from ..recognition import recognition_input
-from ..runtimes import RuntimeManager
+from ..recognize.live import recognition_input
+from ..runtime.manager import RuntimeManager
 
 _PROMPT_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}")
 _encoder = msgspec.msgpack.Encoder()

@@ -10,6 +10,5 @@ Modules (import them directly; this package imports nothing, so that the guardia
 - `server`    the guardian's event loop (selectors, no trio)
 - `records`   `<runtime_id>.exit` / `.tail` files: written by the guardian, read by the daemon
 - `launch`    daemon side: `launch_guardian` (systemd scope or double fork, readiness pipe)
-- `link`      daemon side: `GuardianLink`, a trio client for one guardian
 - `errors`    daemon-side exceptions
 """

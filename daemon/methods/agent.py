@@ -9,9 +9,9 @@ import msgspec
 
 from vigil.daemon.agent.herdr import herdr_backend_from_environ
 from vigil.daemon.agent.prompts import PromptService
-from vigil.protocol.agent_api import AgentParams, AgentResult
+from vigil.protocol.api.agent import AgentParams, AgentResult
 from vigil.protocol.errors import ErrorCode, VigilError, invalid_request
-from vigil.protocol.execution_api import (
+from vigil.protocol.api.execution import (
     ExecutionParams,
     ExplainAction,
     GetAction,
@@ -20,8 +20,8 @@ from vigil.protocol.execution_api import (
     WaitAction,
 )
 
-from ..dispatch import CallContext, Dispatcher
-from ..scopes import LOCAL_PRINCIPAL, Scopes
+from ..rpc.dispatch import CallContext, Dispatcher
+from ..rpc.scopes import LOCAL_PRINCIPAL, Scopes
 
 
 def install(dispatcher: Dispatcher, *, scopes: Scopes, prompts: PromptService) -> None:

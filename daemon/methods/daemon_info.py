@@ -7,11 +7,11 @@ import time
 
 import trio
 
-from vigil.protocol.daemon_api import PingParams, PingResult, StatusParams, StatusResult
+from vigil.protocol.api.daemon import PingParams, PingResult, StatusParams, StatusResult
 from vigil.protocol.version import PROTOCOL_MAX, VERSION
 
-from ..dispatch import CallContext, Dispatcher
-from ..state import DaemonState
+from ..rpc.dispatch import CallContext, Dispatcher
+from ..process.state import DaemonState
 
 
 def count_tasks() -> int:

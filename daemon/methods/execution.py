@@ -15,7 +15,7 @@ from vigil.daemon.store import (
     read_screen_page,
 )
 from vigil.protocol.errors import ErrorCode, VigilError, invalid_request
-from vigil.protocol.execution_api import (
+from vigil.protocol.api.execution import (
     ExecutionParams,
     ExecutionResult,
     GetAction,
@@ -35,11 +35,11 @@ from vigil.protocol.execution_api import (
 )
 from vigil.protocol.settings import Settings
 
-from ..dispatch import CallContext, Dispatcher
-from ..lifecycle import LifecycleBus
-from ..runtimes import RuntimeManager, parse_signal
-from ..scopes import Scopes
-from ..views import execution_view, recovery_of
+from ..rpc.dispatch import CallContext, Dispatcher
+from ..runtime.lifecycle import LifecycleBus
+from ..runtime.manager import RuntimeManager, parse_signal
+from ..rpc.scopes import Scopes
+from ..rpc.views import execution_view, recovery_of
 
 
 def _execution_id(value: str, field: str = "params.action.execution_id") -> str:

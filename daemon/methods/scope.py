@@ -5,10 +5,10 @@ from __future__ import annotations
 import os
 
 from vigil.daemon.agent.herdr_config import herdr_status_hint
-from vigil.protocol.scope_api import InitializeParams, InitializeResult
+from vigil.protocol.api.scope import InitializeParams, InitializeResult
 
-from ..dispatch import CallContext, Dispatcher
-from ..scopes import Scopes
+from ..rpc.dispatch import CallContext, Dispatcher
+from ..rpc.scopes import Scopes
 
 #: What each profile may call when no explicit tool allowlist is given (spec: "Discovery
 #: and authority"); enforcement lands at the dispatch seam with the Agent workflows.

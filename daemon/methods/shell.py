@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from vigil.protocol.errors import ErrorCode, VigilError
 from vigil.protocol.settings import Settings
-from vigil.protocol.shell_api import (
+from vigil.protocol.api.shell import (
     BashCommandParams,
     BashCommandResult,
     CommandAction,
@@ -14,10 +14,10 @@ from vigil.protocol.shell_api import (
     StatusCheckAction,
 )
 
-from ..dispatch import CallContext, Dispatcher
-from ..runtimes import RuntimeManager
-from ..scopes import Scopes
-from ..shell import ShellManager, special_key
+from ..rpc.dispatch import CallContext, Dispatcher
+from ..runtime.manager import RuntimeManager
+from ..rpc.scopes import Scopes
+from ..shell.manager import ShellManager, special_key
 
 
 def install(dispatcher: Dispatcher, *, scopes: Scopes, shells: ShellManager,

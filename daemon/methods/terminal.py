@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from vigil.protocol.errors import ErrorCode, VigilError
-from vigil.protocol.execution_api import (
+from vigil.protocol.api.execution import (
     AttachParams,
     AttachResult,
     InputParams,
@@ -13,10 +13,10 @@ from vigil.protocol.execution_api import (
 )
 from vigil.protocol.settings import Settings
 
-from ..dispatch import ANSWERED, CallContext, Dispatcher
-from ..runtimes import RuntimeManager, Viewer
-from ..scopes import Scopes
-from ..shell import special_key
+from ..rpc.dispatch import ANSWERED, CallContext, Dispatcher
+from ..runtime.manager import RuntimeManager, Viewer
+from ..rpc.scopes import Scopes
+from ..shell.manager import special_key
 from .execution import _execution_id
 
 import trio

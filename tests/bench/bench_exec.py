@@ -40,7 +40,7 @@ import msgspec
 
 from tests.bench.common import Table, bench_home, percentile
 from tests.support.daemon import VigilHome, wait_for
-from vigil.daemon.scopes import LOCAL_PRINCIPAL, scope_key
+from vigil.daemon.rpc.scopes import LOCAL_PRINCIPAL, scope_key
 from vigil.daemon.store import ExecutionRecord, Store, keys, new_execution_id, scope_hash
 from vigil.protocol.settings import Settings
 

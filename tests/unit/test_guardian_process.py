@@ -24,7 +24,7 @@ from vigil.daemon.guardian import records, wire
 from vigil.daemon.guardian.errors import GuardianClosed, GuardianIdentityMismatch, GuardianLaunchError
 from vigil.daemon.guardian.identity import identity_alive, parse_stat
 from vigil.daemon.guardian.launch import launch_guardian, make_launch_spec
-from vigil.daemon.guardian.link import GuardianLink
+from vigil.daemon.runtime.link import GuardianLink
 from vigil.protocol.frames import FrameDecoder, encode_frame
 from vigil.protocol.settings import DEFAULTS
 
@@ -619,7 +619,7 @@ async def test_guardian_survives_the_sigkill_of_its_launcher(guardians):
 def test_guardian_process_does_not_import_trio():
     code = (
         "import sys, vigil.daemon.guardian.__main__; "
-        "bad = sorted(m for m in sys.modules if m.split('.')[0] in ('trio', 'vigil.daemon.guardian.link')); "
+        "bad = sorted(m for m in sys.modules if m.split('.')[0] in ('trio', 'vigil.daemon.runtime.link')); "
         "print(bad)"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout

@@ -15,7 +15,7 @@ from vigil.protocol.connection import (
     State,
     negotiate,
 )
-from vigil.protocol.daemon_api import HelloResult, PingParams
+from vigil.protocol.api.daemon import HelloResult, PingParams
 from vigil.protocol.errors import ErrorCode, RemoteProtocolError
 from vigil.protocol.frames import FrameDecoder, encode_frame
 from vigil.protocol.methods import all_methods

@@ -2,7 +2,7 @@
 
 from hypothesis import given, settings, strategies as st
 
-from vigil.daemon.shell_markers import Done, MarkerScanner, Segment, Started
+from vigil.daemon.shell.markers import Done, MarkerScanner, Segment, Started
 
 N = "0123abcd"
 START = b"\x1b]7770;" + N.encode() + b";S\x07"

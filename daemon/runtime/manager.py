@@ -29,7 +29,7 @@ from vigil.daemon.guardian.errors import (
 )
 from vigil.daemon.guardian.identity import identity_alive
 from vigil.daemon.guardian.launch import launch_guardian, make_launch_spec
-from vigil.daemon.guardian.link import GuardianLink
+from .link import GuardianLink
 from vigil.daemon.guardian.records import delete_exit_records, read_exit_records, RecordsError
 from vigil.daemon.screen import ScreenKeeper
 from vigil.daemon.screen.driver import ScreenTask

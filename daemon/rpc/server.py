@@ -25,11 +25,11 @@ from vigil.protocol.connection import (
     RequestReceived,
     ServerConnection,
 )
-from vigil.protocol.daemon_api import HelloResult
+from vigil.protocol.api.daemon import HelloResult
 from vigil.protocol.version import VERSION
 
 from .dispatch import CallContext, Dispatcher, Peer
-from .state import DaemonState
+from ..process.state import DaemonState
 
 log = logging.getLogger("vigild.server")
 

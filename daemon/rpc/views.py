@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from vigil.daemon.store import ExecutionRecord
-from vigil.protocol.execution_api import ExecutionView, OutputView, RuntimeView
+from vigil.protocol.api.execution import ExecutionView, OutputView, RuntimeView
 
 
 def execution_view(rec: ExecutionRecord) -> ExecutionView:

@@ -26,9 +26,9 @@ import trio
 from vigil.protocol.errors import ErrorCode, ProtocolError
 from vigil.protocol.frames import DEFAULT_MAX_FRAME_BYTES, FrameDecoder, encode_frame
 
-from . import wire
-from .errors import GuardianClosed, GuardianIdentityMismatch, GuardianProtocolError, GuardianUnavailable
-from .identity import identity_alive
+from vigil.daemon.guardian import wire
+from vigil.daemon.guardian.errors import GuardianClosed, GuardianIdentityMismatch, GuardianProtocolError, GuardianUnavailable
+from vigil.daemon.guardian.identity import identity_alive
 
 __all__ = ["GuardianLink", "identity_alive"]
 

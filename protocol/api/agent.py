@@ -8,7 +8,7 @@ from typing import Any, Literal
 
 import msgspec
 
-from .execution_api import Scoped
+from .execution import Scoped
 
 AgentActionName = Literal["list", "get", "read", "explain", "wait", "prompt"]
 

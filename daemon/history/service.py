@@ -27,13 +27,13 @@ from vigil.daemon.store import (
     read_screen_page,
 )
 from vigil.protocol.errors import ErrorCode, VigilError, invalid_request
-from vigil.protocol.execution_api import ExecutionResult, ExplainAction, ObserveAction, WaitAction
+from vigil.protocol.api.execution import ExecutionResult, ExplainAction, ObserveAction, WaitAction
 from vigil.protocol.settings import Settings
 
-from .lifecycle import LifecycleBus
-from .recognition import recognition_input
-from .runtimes import RuntimeManager
-from .views import recovery_of
+from ..runtime.lifecycle import LifecycleBus
+from ..recognize.live import recognition_input
+from ..runtime.manager import RuntimeManager
+from ..rpc.views import recovery_of
 
 
 def compact(rec) -> dict[str, Any]:

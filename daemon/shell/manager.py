@@ -24,11 +24,11 @@ from vigil.daemon.guardian.launch import ensure_private_dir
 from vigil.daemon.store import ExecutionRecord, Store, new_execution_id
 from vigil.protocol.errors import ErrorCode, VigilError
 from vigil.protocol.settings import Settings
-from vigil.protocol.shell_api import BashCommandResult
+from vigil.protocol.api.shell import BashCommandResult
 
-from .runtimes import RuntimeManager
-from .scopes import Scopes, ThreadRecord
-from .shell_markers import Done, MarkerScanner, Segment, Started, rcfile
+from ..runtime.manager import RuntimeManager
+from ..rpc.scopes import Scopes, ThreadRecord
+from .markers import Done, MarkerScanner, Segment, Started, rcfile
 
 log = logging.getLogger("vigild.shell")
 
