@@ -76,7 +76,7 @@ def connect(socket_path: str | None = None, *, autostart: bool = True,
     except DaemonUnreachable:
         if not autostart or (socket_path and os.fspath(socket_path) != os.fspath(paths.socket_path())):
             raise
-    from vigil.protocol.settings import DEFAULTS
+    from vigil.protocol.settings import WIRE_DEFAULTS as DEFAULTS
 
     deadline = time.monotonic() + DEFAULTS.client_start_timeout_seconds
     answer = _read_ready(spawn_daemon(), deadline)

@@ -18,7 +18,7 @@ from pathlib import Path
 import trio
 
 from vigil.protocol import paths
-from vigil.protocol.settings import SettingsError, load_settings
+from vigil.daemon.settings import SettingsError, load_settings
 from vigil.protocol.version import VERSION
 
 import msgspec

@@ -53,3 +53,46 @@ def guardian_dir() -> str:
 def daemon_log_path() -> str:
     """Where an autostarted daemon's stderr goes (a systemd-started one logs to the journal)."""
     return os.path.join(state_dir(), "vigild.log")
+
+
+class PrivateDirError(ValueError):
+    """A directory that must be private to us is missing, not a directory, not ours, or open
+    to other users. `kind` says which (`missing`, `not_directory`, `foreign`, `open`), so a
+    caller can translate it into its own error code; the message names the path and the fix.
+    """
+
+    def __init__(self, kind: str, message: str):
+        super().__init__(message)
+        self.kind = kind
+        self.message = message
+
+
+def check_private_dir(path: str, *, create: bool = True) -> None:
+    """Make sure `path` is a directory owned by us with mode 0700 (creating it, and missing
+    parents, 0700 when `create`). A symlink in its place is refused, never followed.
+
+    The one check of every private directory vigil uses (runtime dir, state dir, guardian
+    sockets and records, the shell's files): daemon, guardian and launcher all call it.
+
+    Raises:
+        PrivateDirError: it cannot be created, or it is not a private directory of ours.
+    """
+    import stat
+
+    if create:
+        try:
+            os.makedirs(path, mode=0o700, exist_ok=True)
+        except OSError as exc:
+            raise PrivateDirError("missing", f"cannot create {path}: {exc.strerror}") from None
+    try:
+        st = os.lstat(path)
+    except OSError as exc:
+        raise PrivateDirError("missing", f"{path}: {exc.strerror}") from None
+    if not stat.S_ISDIR(st.st_mode):
+        raise PrivateDirError("not_directory", f"{path} is not a directory")
+    if st.st_uid != os.getuid():
+        raise PrivateDirError("foreign", f"refusing {path}: owned by uid {st.st_uid}, not by "
+                                         f"uid {os.getuid()}")
+    if st.st_mode & 0o077:
+        raise PrivateDirError("open", f"refusing {path}: mode {stat.S_IMODE(st.st_mode):04o} "
+                                      f"lets other users in; it must be 0700 (chmod 700 {path})")

@@ -45,7 +45,7 @@ from typing import Any, Literal
 import msgspec
 import trio
 
-from vigil.protocol.settings import DEFAULTS, Settings
+from vigil.daemon.settings import DEFAULTS, Settings
 
 from .herdr_config import HerdrBinding, HerdrConfig, load_herdr_config_from_environ
 from .herdr_errors import HerdrError, InputSent

@@ -27,7 +27,7 @@ from typing import Literal
 import msgspec
 from msgspec import UNSET, UnsetType
 
-from vigil.protocol.settings import DEFAULTS, Settings
+from vigil.daemon.settings import DEFAULTS, Settings
 
 from .herdr_errors import HerdrError
 

@@ -30,7 +30,7 @@ from vigil.daemon.recognize import Registry, marker_resembles
 from vigil.daemon.store import ExecutionNotFound, Store, parse_execution_id
 from vigil.protocol.api.agent import AgentParams, Receipt
 from vigil.protocol.errors import ErrorCode, VigilError, invalid_request
-from vigil.protocol.settings import Settings
+from vigil.daemon.settings import Settings
 
 from ..recognize.live import recognition_input
 from ..runtime.manager import RuntimeManager

@@ -56,7 +56,7 @@ from typing import Literal
 
 import msgspec
 
-from vigil.protocol.settings import DEFAULTS, Settings
+from vigil.daemon.settings import DEFAULTS, Settings
 
 __all__ = [
     "Advice",

@@ -20,14 +20,14 @@ import logging
 import os
 import select
 import shutil
-import stat
 import subprocess
 import sys
 import time
 
 from vigil.protocol.errors import ErrorCode
+from vigil.protocol.paths import PrivateDirError, check_private_dir
 from vigil.protocol.frames import FrameDecoder
-from vigil.protocol.settings import Settings
+from vigil.daemon.settings import Settings
 
 from . import wire
 from .errors import GuardianLaunchError
@@ -76,14 +76,10 @@ def ensure_private_dir(path: str) -> None:
     Raises:
         GuardianLaunchError: FORBIDDEN if the directory is not private to us.
     """
-    os.makedirs(path, mode=0o700, exist_ok=True)
-    st = os.stat(path)
-    if st.st_uid != os.getuid() or stat.S_IMODE(st.st_mode) & 0o077:
-        raise GuardianLaunchError(
-            ErrorCode.FORBIDDEN,
-            f"{path!r} must be owned by uid {os.getuid()} with mode 0700 "
-            f"(it is uid {st.st_uid}, mode {stat.S_IMODE(st.st_mode):04o})",
-        )
+    try:
+        check_private_dir(path)
+    except PrivateDirError as exc:
+        raise GuardianLaunchError(ErrorCode.FORBIDDEN, exc.message) from None
 
 
 def _use_systemd() -> str | None:

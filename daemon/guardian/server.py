@@ -34,12 +34,12 @@ import os
 import selectors
 import signal
 import socket
-import stat
 import struct
 import time
 
 from vigil.protocol.errors import ErrorCode, ProtocolError
 from vigil.protocol.frames import FrameDecoder, encode_frame
+from vigil.protocol.paths import PrivateDirError, check_private_dir
 
 from . import records, wire
 from .identity import read_boot_id, read_pgrp, read_start_ticks
@@ -68,19 +68,15 @@ class GuardianSetupError(Exception):
         self.message = message
 
 
+_PRIVATE_DIR_CODES = {"missing": ErrorCode.NOT_FOUND, "not_directory": ErrorCode.INVALID_REQUEST,
+                      "foreign": ErrorCode.FORBIDDEN, "open": ErrorCode.FORBIDDEN}
+
+
 def _check_private_dir(path: str, what: str) -> None:
     try:
-        st = os.stat(path)
-    except OSError as exc:
-        raise GuardianSetupError(ErrorCode.NOT_FOUND.value, f"{what} {path!r}: {exc.strerror}") from None
-    if not stat.S_ISDIR(st.st_mode):
-        raise GuardianSetupError(ErrorCode.INVALID_REQUEST.value, f"{what} {path!r} is not a directory")
-    if st.st_uid != os.getuid() or stat.S_IMODE(st.st_mode) & 0o077:
-        raise GuardianSetupError(
-            ErrorCode.FORBIDDEN.value,
-            f"{what} {path!r} must be owned by uid {os.getuid()} with mode 0700 "
-            f"(it is uid {st.st_uid}, mode {stat.S_IMODE(st.st_mode):04o})",
-        )
+        check_private_dir(path, create=False)
+    except PrivateDirError as exc:
+        raise GuardianSetupError(_PRIVATE_DIR_CODES[exc.kind].value, f"{what}: {exc.message}") from None
 
 
 def _set_subreaper() -> None:

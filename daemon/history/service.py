@@ -28,7 +28,7 @@ from vigil.daemon.store import (
 )
 from vigil.protocol.errors import ErrorCode, VigilError, invalid_request
 from vigil.protocol.api.execution import ExecutionResult, ExplainAction, ObserveAction, WaitAction
-from vigil.protocol.settings import Settings
+from vigil.daemon.settings import Settings
 
 from ..runtime.lifecycle import LifecycleBus
 from ..recognize.live import recognition_input

@@ -33,7 +33,7 @@ from vigil.protocol.api.execution import (
     SignalParams,
     SignalResult,
 )
-from vigil.protocol.settings import Settings
+from vigil.daemon.settings import Settings
 
 from ..rpc.dispatch import CallContext, Dispatcher
 from ..runtime.lifecycle import LifecycleBus

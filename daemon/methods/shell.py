@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from vigil.protocol.errors import ErrorCode, VigilError
-from vigil.protocol.settings import Settings
+from vigil.daemon.settings import Settings
 from vigil.protocol.api.shell import (
     BashCommandParams,
     BashCommandResult,

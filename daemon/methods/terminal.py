@@ -11,7 +11,7 @@ from vigil.protocol.api.execution import (
     ResizeParams,
     ResizeResult,
 )
-from vigil.protocol.settings import Settings
+from vigil.daemon.settings import Settings
 
 from ..rpc.dispatch import ANSWERED, CallContext, Dispatcher
 from ..runtime.manager import RuntimeManager, Viewer

@@ -12,11 +12,10 @@ import errno
 import fcntl
 import os
 import socket
-import stat
 from dataclasses import dataclass
 from pathlib import Path
 
-from vigil.protocol.paths import SOCKET_PATH_MAX
+from vigil.protocol.paths import SOCKET_PATH_MAX, PrivateDirError, check_private_dir
 
 
 class RendezvousError(RuntimeError):
@@ -34,19 +33,9 @@ def ensure_private_dir(path: Path) -> None:
         RendezvousError: wrong owner, wrong mode, or not a directory.
     """
     try:
-        os.makedirs(path, mode=0o700, exist_ok=True)
-    except OSError as exc:
-        raise RendezvousError(f"cannot create {path}: {exc.strerror}") from None
-    st = os.lstat(path)
-    if not stat.S_ISDIR(st.st_mode):
-        raise RendezvousError(f"{path} is not a directory")
-    if st.st_uid != os.getuid():
-        raise RendezvousError(
-            f"refusing {path}: owned by uid {st.st_uid}, not by uid {os.getuid()}")
-    if st.st_mode & 0o077:
-        raise RendezvousError(
-            f"refusing {path}: mode {stat.S_IMODE(st.st_mode):04o} lets other users in; "
-            f"it must be 0700 (chmod 700 {path})")
+        check_private_dir(os.fspath(path))
+    except PrivateDirError as exc:
+        raise RendezvousError(exc.message) from None
 
 
 @dataclass

@@ -7,7 +7,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from vigil.protocol.settings import Settings
+from vigil.daemon.settings import Settings
 
 
 @dataclass

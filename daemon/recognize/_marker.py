@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import re
 
-from vigil.protocol.settings import DEFAULTS
+from vigil.daemon.settings import DEFAULTS
 
 from ._conditions import marker_evidence
 from ._manifest import Manifest

@@ -15,7 +15,7 @@ import trio
 
 from vigil.daemon.recognize import IdleDebouncer, RecognitionInput, Registry
 from vigil.daemon.screen.snapshot import ScreenSnapshot as LiveScreen
-from vigil.protocol.settings import Settings
+from vigil.daemon.settings import Settings
 
 
 def foreground_of(child_pid: int) -> tuple[str | None, tuple[str, ...]]:

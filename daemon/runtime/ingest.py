@@ -23,7 +23,7 @@ import trio
 
 from vigil.daemon.store import BatchResult, ExecutionRecord, ExecutionUpdate, Store
 from vigil.protocol.errors import VigilError
-from vigil.protocol.settings import Settings
+from vigil.daemon.settings import Settings
 
 from .lifecycle import LifecycleBus, LifecycleEvent
 

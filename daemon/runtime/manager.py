@@ -42,7 +42,7 @@ from vigil.daemon.store import (
     new_execution_id,
 )
 from vigil.protocol.errors import ErrorCode, VigilError
-from vigil.protocol.settings import Settings
+from vigil.daemon.settings import Settings
 
 from .ingest import Ingest
 from .lifecycle import LifecycleBus, LifecycleEvent

@@ -26,7 +26,7 @@ from collections.abc import Callable
 
 import trio
 
-from vigil.protocol.settings import DEFAULTS, Settings
+from vigil.daemon.settings import DEFAULTS, Settings
 
 from .keeper import ScreenKeeper
 from .snapshot import ScreenSnapshot

@@ -50,7 +50,7 @@ from dataclasses import dataclass
 
 from pyte import modes as mo
 
-from vigil.protocol.settings import DEFAULTS, Settings
+from vigil.daemon.settings import DEFAULTS, Settings
 
 from . import render
 from .fastforward import Carry, blind_point, last_safe_point, main_touched, scan_carry

@@ -23,7 +23,7 @@ import trio
 from vigil.daemon.guardian.launch import ensure_private_dir
 from vigil.daemon.store import ExecutionRecord, Store, new_execution_id
 from vigil.protocol.errors import ErrorCode, VigilError
-from vigil.protocol.settings import Settings
+from vigil.daemon.settings import Settings
 from vigil.protocol.api.shell import BashCommandResult
 
 from ..runtime.manager import RuntimeManager

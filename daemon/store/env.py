@@ -27,7 +27,7 @@ from typing import Callable, Iterator, TypeVar
 
 import lmdb
 
-from vigil.protocol.settings import Settings
+from vigil.daemon.settings import Settings
 
 from .errors import StoreError
 

@@ -29,7 +29,7 @@ from typing import Any, Callable, Iterator, Sequence
 import msgspec
 
 from vigil.protocol.errors import ErrorCode, VigilError
-from vigil.protocol.settings import DEFAULTS, Settings
+from vigil.daemon.settings import DEFAULTS, Settings
 
 from . import keys
 from .env import LmdbEnv

@@ -18,7 +18,7 @@ from typing import Iterator
 
 import msgspec
 
-from vigil.protocol.settings import Settings
+from vigil.daemon.settings import Settings
 
 from . import keys
 from .records import ChangeEntry, ExecutionRecord, decode_record, encode, scope_hash

@@ -42,7 +42,7 @@ from tests.bench.common import Table, bench_home, percentile
 from tests.support.daemon import VigilHome, wait_for
 from vigil.daemon.rpc.scopes import LOCAL_PRINCIPAL, scope_key
 from vigil.daemon.store import ExecutionRecord, Store, keys, new_execution_id, scope_hash
-from vigil.protocol.settings import Settings
+from vigil.daemon.settings import Settings
 
 KiB = 1024
 MiB = 1024 * 1024

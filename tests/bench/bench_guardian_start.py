@@ -25,7 +25,7 @@ import msgspec
 
 from vigil.daemon.guardian import launch as launch_mod
 from vigil.daemon.guardian.launch import launch_guardian, make_launch_spec
-from vigil.protocol.settings import DEFAULTS
+from vigil.daemon.settings import DEFAULTS
 
 
 def _wait_gone(pid: int, timeout: float = 10.0) -> None:

@@ -23,7 +23,7 @@ from tests.bench.common import Table, percentile
 from vigil.daemon.store import ExecutionRecord, ExecutionUpdate, Store, new_execution_id, read_output_page
 from vigil.daemon.store import keys
 from vigil.daemon.store.records import scope_hash
-from vigil.protocol.settings import Settings
+from vigil.daemon.settings import Settings
 
 MiB = 1 << 20
 SCOPE = "local\0bench\0/w"

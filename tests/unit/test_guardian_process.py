@@ -26,7 +26,7 @@ from vigil.daemon.guardian.identity import identity_alive, parse_stat
 from vigil.daemon.guardian.launch import launch_guardian, make_launch_spec
 from vigil.daemon.runtime.link import GuardianLink
 from vigil.protocol.frames import FrameDecoder, encode_frame
-from vigil.protocol.settings import DEFAULTS
+from vigil.daemon.settings import DEFAULTS
 
 TIMEOUT = 20  # generous bound for a loaded 2-core CI box; tests finish in milliseconds
 
@@ -543,7 +543,7 @@ async def test_launch_failures_are_reported(guardians, changes, code, message):
 async def test_launch_refuses_a_shared_directory(guardians):
     os.chmod(guardians.root, 0o755)
     spec = guardians.spec(["true"])
-    with pytest.raises(GuardianLaunchError, match="must be owned by uid .* with mode 0700 .*mode 0755"):
+    with pytest.raises(GuardianLaunchError, match="mode 0755 lets other users in; it must be 0700"):
         await trio.to_thread.run_sync(launch_guardian, spec, DEFAULTS)
 
 
@@ -580,7 +580,7 @@ LAUNCHER = textwrap.dedent(
     import os, sys, msgspec
     from vigil.daemon.guardian.launch import launch_guardian
     from vigil.daemon.guardian import wire
-    from vigil.protocol.settings import DEFAULTS
+    from vigil.daemon.settings import DEFAULTS
     spec = msgspec.msgpack.decode(bytes.fromhex(sys.argv[1]), type=wire.LaunchSpec)
     ident = launch_guardian(spec, DEFAULTS)
     sys.stdout.buffer.write(msgspec.msgpack.encode(ident))

@@ -16,7 +16,7 @@ from vigil.daemon.agent.herdr import HerdrBackend, herdr_backend_from_environ
 from vigil.daemon.agent.herdr_config import CONFIG_ENV, HerdrConfigError, load_herdr_config
 from vigil.daemon.agent.herdr_errors import HerdrError
 from vigil.protocol.errors import ErrorCode
-from vigil.protocol.settings import Settings
+from vigil.daemon.settings import Settings
 
 FAKE = Path(__file__).resolve().parents[1] / "fixtures" / "fake_herdr"
 SOCKET = "/run/fake-herdr/herdr.sock"

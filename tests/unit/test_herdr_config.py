@@ -16,7 +16,7 @@ from vigil.daemon.agent.herdr_config import (
     load_herdr_config_from_environ,
 )
 from vigil.protocol.errors import ErrorCode
-from vigil.protocol.settings import Settings
+from vigil.daemon.settings import Settings
 
 # --- the Initialize hint --------------------------------------------------------------------
 

@@ -20,7 +20,7 @@ from vigil.protocol.errors import ErrorCode, RemoteProtocolError
 from vigil.protocol.frames import FrameDecoder, encode_frame
 from vigil.protocol.methods import all_methods
 from vigil.protocol.schema import export_schema
-from vigil.protocol.settings import Settings, SettingsError, load_settings
+from vigil.daemon.settings import Settings, SettingsError, load_settings
 
 BODIES = [b"", b"a", b"hello world", bytes(range(256)) * 3]
 
@@ -202,10 +202,10 @@ def test_settings_file_rejects_typos_and_out_of_range(tmp_path):
 def test_settings_doc_is_current():
     from pathlib import Path
 
-    from vigil.protocol.settings import settings_markdown
+    from vigil.daemon.settings import settings_markdown
 
     doc = Path(__file__).resolve().parents[2] / "docs" / "settings.md"
     assert doc.read_text() == settings_markdown(), (
         "docs/settings.md is stale: regenerate it with "
-        "python -c 'from vigil.protocol.settings import settings_markdown as m; "
+        "python -c 'from vigil.daemon.settings import settings_markdown as m; "
         "open(\"docs/settings.md\",\"w\").write(m())'")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from vigil.daemon.recognize import IdleDebouncer
-from vigil.protocol.settings import DEFAULTS
+from vigil.daemon.settings import DEFAULTS
 
 
 def run(deb, observations):

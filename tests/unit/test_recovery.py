@@ -6,7 +6,7 @@ import msgspec
 import pytest
 
 from vigil.daemon.agent.recovery import RecoveryAdvice, advise, decode_advice, encode_advice
-from vigil.protocol.settings import Settings
+from vigil.daemon.settings import Settings
 
 U = "123e4567-e89b-42d3-a456-426614174000"
 V = "9b2f7c1e-0d4a-4e8b-9c3f-5a6b7c8d9e0f"

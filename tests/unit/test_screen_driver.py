@@ -6,7 +6,7 @@ import trio
 
 from vigil.daemon.screen import ScreenKeeper
 from vigil.daemon.screen.driver import ScreenTask
-from vigil.protocol.settings import Settings
+from vigil.daemon.settings import Settings
 
 from .test_screen_keeper import tui_frames
 

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings as hsettings, strategies as st
 
 from vigil.daemon.screen import DA1_REPLY, DA2_REPLY, DSR_REPLY, ScreenKeeper
-from vigil.protocol.settings import Settings
+from vigil.daemon.settings import Settings
 
 
 def keeper_with(data: bytes | str, rows=5, cols=20, **kw) -> ScreenKeeper:

@@ -17,7 +17,7 @@ import pytest
 from tests.unit.test_store_support import FakeClock, new_record, open_store
 from vigil.daemon.store import ExecutionUpdate, Store, StoreError, read_output_page
 from vigil.daemon.store.env import MAGIC, STORE_SCHEMA, U64
-from vigil.protocol.settings import Settings
+from vigil.daemon.settings import Settings
 
 
 def test_new_store_is_private_and_keeps_its_identity(tmp_path):
@@ -186,7 +186,7 @@ _CHILD = textwrap.dedent(
     sys.path.insert(0, sys.argv[2])
     from test_store_support import FakeClock, new_record
     from vigil.daemon.store import ExecutionUpdate, Store, StoreError
-    from vigil.protocol.settings import Settings
+    from vigil.daemon.settings import Settings
     out = {}
     store = Store.open(Path(sys.argv[1]), Settings(store_initial_map_bytes=1 << 20), FakeClock())
     {body}

@@ -24,7 +24,7 @@ from vigil.daemon.store import (
     read_screen_page,
 )
 from vigil.daemon.store.utf8 import safe_cut
-from vigil.protocol.settings import Settings
+from vigil.daemon.settings import Settings
 
 SCOPE = "local\0t1\0/w"
 KiB = 1024

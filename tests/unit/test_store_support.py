@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from vigil.daemon.store import ExecutionRecord, Store, new_execution_id
-from vigil.protocol.settings import Settings
+from vigil.daemon.settings import Settings
 
 T0 = 1_700_000_000_000  # a fixed "now" in unix ms
 

@@ -7,7 +7,7 @@ import threading
 
 from tests.unit.test_store_support import FakeClock, new_record
 from vigil.daemon.store import ExecutionUpdate, Store, read_output_page
-from vigil.protocol.settings import Settings
+from vigil.daemon.settings import Settings
 
 SCOPE = "local\0t1\0/w"
 

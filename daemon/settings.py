@@ -1,0 +1,176 @@
+"""Every tunable of the daemon, in one place, with the spec's default and its range.
+
+`Settings` extends the wire limits (`vigil.protocol.settings.WireLimits`) with what only the
+daemon reads: the guardian's buffers, the store and retention, the screen keeper, the
+recognizers, prompts, the persistent shell, Herdr. Read once at start from `$VIGIL_CONFIG`
+or `$XDG_CONFIG_HOME/vigil/config.toml` (TOML, unknown keys rejected so a typo fails
+loudly). The origin of each default is written next to it: "spec" is ../shared/seeds/000,
+"DESIGN" is DESIGN.md, "ours" a figure measured here.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from pathlib import Path
+
+import msgspec
+from msgspec import Meta
+
+from vigil.protocol.settings import KiB, MiB, WireLimits
+from vigil.protocol.settings import float_setting as _f
+from vigil.protocol.settings import int_setting as _r
+
+
+class Settings(WireLimits, kw_only=True, forbid_unknown_fields=True, frozen=True):
+    """All tunables: the wire limits plus the daemon's own."""
+
+    # --- guardian ---------------------------------------------------------------------------
+    guardian_ring_bytes: _r(64 * KiB, 1024 * MiB, "guardian output ring (DESIGN: 4 MiB)") = 4 * MiB
+    guardian_start_timeout_seconds: _f(0.1, 60, "time for a new guardian to say hello") = 10.0
+    guardian_output_frame_bytes: _r(
+        4 * KiB, 4 * MiB, "largest Output chunk a guardian sends (16 PTY reads of ~4 KiB, DESIGN)"
+    ) = 64 * KiB
+    guardian_send_buffer_bytes: _r(
+        16 * KiB, 64 * MiB, "guardian stops pulling from its ring past this much unsent (ours: 256 KiB)"
+    ) = 256 * KiB
+    guardian_input_buffer_bytes: _r(
+        4 * KiB, 64 * MiB, "input queued for a child that is not reading; more is refused (ours: 1 MiB)"
+    ) = 1 * MiB
+    guardian_drain_grace_seconds: _f(
+        0, 60, "after the child exits, wait this long for EIO before a leftover process holding "
+        "the PTY is ignored (ours: 2 s)"
+    ) = 2.0
+    guardian_exit_linger_seconds: _f(
+        0, 3600, "an exited guardian waits this long for a (restarting) daemon to connect "
+        "before it leaves only its records (ours: 10 s)"
+    ) = 10.0
+    guardian_exit_wait_seconds: _f(0, 60, "after a guardian's connection ends, how long to wait for it to exit before calling it alive-but-silent") = 2.0
+    terminal_rows: _r(2, 1000, "default PTY rows") = 50
+    terminal_cols: _r(2, 1000, "default PTY columns") = 200
+    terminal_type: str = "xterm-256color"
+
+    # --- store and retention (spec: "Retention and recovery") -------------------------------
+    retention_records_per_scope: _r(1, 1_000_000, "records kept per scoped session (spec: 128)") = 128
+    retention_output_bytes: _r(4 * KiB, 1024 * MiB, "output kept per execution (spec: 1 MiB)") = 1 * MiB
+    retention_screen_bytes: _r(1 * KiB, 16 * MiB, "screen text kept per execution (spec: 64 KiB)") = 64 * KiB
+    retention_scope_bytes: _r(64 * KiB, 64 * 1024 * MiB, "output+screen per session (spec: 16 MiB)") = 16 * MiB
+    retention_terminal_seconds: _f(1, 365 * 86400, "exited/unknown kept from outcome (spec: 24 h)") = 24 * 3600.0
+    store_initial_map_bytes: _r(1 * MiB, 1 << 40, "initial LMDB map size; grows on MapFullError") = 256 * MiB
+    store_max_map_bytes: _r(1 * MiB, 1 << 44, "LMDB map size it will not grow beyond") = 64 * 1024 * MiB
+    ingest_batch_seconds: _f(0, 1, "longest an ingested chunk waits to be committed (DESIGN: 10 ms)") = 0.010
+    ingest_batch_bytes: _r(4 * KiB, 64 * MiB, "commit early once this much output is pending") = 1 * MiB
+    output_chunk_bytes: _r(4 * KiB, 4 * MiB, "output is stored in chunks of about this size") = 64 * KiB
+    change_log_entries: _r(1024, 10_000_000, "catalog change entries kept for wait cursors") = 100_000
+    store_gaps_kept: _r(1, 65536, "guardian gaps listed per record; older ones are only counted (vigil)") = 64
+    changes_page_entries: _r(1, 1_000_000, "change entries returned by one changes_since call (vigil)") = 1000
+
+    # --- screen (DESIGN: Output path and the screen) ----------------------------------------
+    screen_cpu_budget: _f(0.01, 1, "share of one core the screen keeper may use") = 0.25
+    screen_quiet_exact_seconds: _f(0.01, 10, "after this much quiet the screen is exact") = 0.2
+    screen_snapshot_bytes: _r(1 * KiB, 16 * MiB, "largest persisted screen snapshot (spec: 64 KiB)") = 64 * KiB
+    # Figures: pyte parses 0.27-0.87 MiB/s (DESIGN.md); the keeper's own parser feeding a pyte
+    # screen 1.8-5 MiB/s (tests/bench/bench_screen.py), so 100 ms of CPU is ~200-500 KiB.
+    screen_slice_seconds: _f(0.001, 0.1, "longest one screen parse slice holds the trio thread (5 ms)") = 0.005
+    screen_backlog_seconds: _f(0.01, 10, "CPU time of unparsed output before the screen fast-forwards") = 0.1
+    screen_pending_bytes: _r(64 * KiB, 256 * MiB, "raw output held for the screen; older bytes are skipped") = 4 * MiB
+    screen_replay_bytes: _r(0, 64 * MiB, "raw tail kept to re-render exactly after quiet (~0.1 s CPU at ~2 MiB/s)") = 256 * KiB
+    screen_escape_max_bytes: _r(256, 16 * MiB, "longest OSC/DCS string kept whole; longer ones are dropped") = 64 * KiB
+    screen_reply_bytes: _r(64, 1 * MiB, "terminal query answers buffered for the child (newer ones dropped, counted)") = 4 * KiB
+
+    # --- recognizers ------------------------------------------------------------------------
+    idle_debounce_confirmations: _r(1, 100, "observations before working→idle is reported") = 3
+    idle_debounce_interval_seconds: _f(0, 10, "spacing of those observations") = 0.1
+
+    # --- prompts and receipts (spec: "Submit a native prompt once") -------------------------
+    receipts_per_generation: _r(1, 100000, "receipts per generation (spec: 64)") = 64
+    prompt_enter_settle_seconds: _f(0, 5, "pause between text and Enter (Ink drops glued Enter)") = 0.15
+
+    # --- persistent shell (BashCommand) -----------------------------------------------------
+    canonical_line_max_bytes: _r(64, 65536, "kernel canonical-mode line limit (4,095 chars)") = 4095
+    viewer_buffer_bytes: _r(4 * KiB, 256 * MiB, "output queued for one attached viewer before it is dropped") = 4 * MiB
+    shell_start_wait_seconds: _f(0, 60, "input right after a command waits this long for bash to start it") = 2.0
+    bash_output_max_bytes: _r(256, 1 << 20, "command output returned by BashCommand (its tail)") = 64 * KiB
+
+    # --- conversation recovery --------------------------------------------------------------
+    recovery_record_max_bytes: _r(256, 1 << 20, "recovery advice record (spec: 16 KiB)") = 16 * KiB
+
+    # --- herdr (spec: "Operator configuration") ---------------------------------------------
+    herdr_config_max_bytes: _r(1, 16 * MiB, "Herdr config file limit (spec: 256 KiB)") = 256 * KiB
+    herdr_deadline_ms_default: _r(1, 30000, "Herdr deadline default (spec: 5000)") = 5000
+    herdr_deadline_ms_max: _r(1, 30000, "largest deadline_ms a Herdr config may set (spec: 30000)") = 30000
+    herdr_kill_grace_ms: _r(0, 5000, "Herdr CLI: SIGTERM→SIGKILL grace at the deadline (a CLI client "
+                             "needs no cleanup; bounds how far an operation overruns: 200)") = 200
+    herdr_wait_margin_ms: _r(0, 5000, "Herdr wait: time left for the CLI to report its own --timeout "
+                              "before the operation deadline kills it (vigil: 250)") = 250
+    herdr_stdout_max_bytes: _r(1, 16 * MiB, "Herdr stdout cap (spec: 64 KiB)") = 64 * KiB
+    herdr_stderr_max_bytes: _r(1, 16 * MiB, "Herdr stderr cap (spec: 16 KiB)") = 16 * KiB
+    herdr_list_targets_max: _r(1, 1024, "Herdr listed targets (spec: 32)") = 32
+    herdr_list_bytes_max: _r(1, 16 * MiB, "Herdr listing size (spec: 64 KiB)") = 64 * KiB
+    herdr_read_lines_default: _r(1, 100000, "Herdr read lines default (spec: 100)") = 100
+    herdr_read_lines_max: _r(1, 100000, "Herdr read lines maximum (spec: 1000)") = 1000
+
+    # --- transcripts (seeds/003) ------------------------------------------------------------
+    subscriber_buffer_events: _r(1, 1 << 20, "per-subscriber event buffer (seeds/003: 256)") = 256
+
+
+def config_path() -> Path:
+    explicit = os.environ.get("VIGIL_CONFIG")
+    if explicit:
+        return Path(explicit)
+    base = os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
+    return Path(base) / "vigil" / "config.toml"
+
+
+class SettingsError(ValueError):
+    """The configuration file is unreadable or invalid; the message names file and key."""
+
+
+def load_settings(path: Path | None = None) -> Settings:
+    """Settings from the config file, or the defaults when there is none.
+
+    Raises:
+        SettingsError: the file exists but is not valid TOML or has a bad key or value.
+    """
+    path = path or config_path()
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        return Settings()
+    except OSError as exc:
+        raise SettingsError(f"{path}: cannot read: {exc.strerror}") from None
+    try:
+        data = tomllib.loads(raw.decode("utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise SettingsError(f"{path}: {exc}") from None
+    try:
+        return msgspec.convert(data, Settings)
+    except msgspec.ValidationError as exc:
+        raise SettingsError(f"{path}: {exc}") from None
+
+
+DEFAULTS = Settings()
+
+
+def settings_markdown() -> str:
+    """The table of every setting for docs/settings.md (a test keeps the file in step)."""
+    import typing
+
+    lines = ["# Settings", "",
+             "Every limit and timeout of vigil, with its default and range. Set them in",
+             "`$XDG_CONFIG_HOME/vigil/config.toml` (or the file named by `VIGIL_CONFIG`); unknown",
+             "keys are rejected. Generated from `daemon/settings.py`.", "",
+             "| setting | default | range | meaning |", "|---|---|---|---|"]
+    hints = typing.get_type_hints(Settings, include_extras=True)
+    for name in Settings.__struct_fields__:
+        default = getattr(DEFAULTS, name)
+        hint = hints[name]
+        lo = hi = doc = ""
+        for meta in getattr(hint, "__metadata__", ()):
+            if isinstance(meta, Meta):
+                lo = "" if meta.ge is None else meta.ge
+                hi = "" if meta.le is None else meta.le
+                doc = meta.description or ""
+        rng = f"{lo} – {hi}" if lo != "" or hi != "" else ""
+        lines.append(f"| `{name}` | `{default}` | {rng} | {doc} |")
+    return "\n".join(lines) + "\n"
