@@ -9,22 +9,29 @@ by re-evaluating at the debouncer's due time even when the screen stays quiet.
 
 from __future__ import annotations
 
+from typing import Callable
 
 import msgspec
 import trio
 
-from vigil.daemon.recognize import IdleDebouncer, RecognitionInput, Registry
+from vigil.daemon.guardian.identity import parse_stat
+
+from . import IdleDebouncer, RecognitionInput, Registry
 from vigil.daemon.screen.snapshot import ScreenSnapshot as LiveScreen
 from vigil.daemon.settings import Settings
 
 
+#: Field 8 of /proc/PID/stat (tpgid): the terminal's foreground process group; fields after
+#: comm start at field 3.
+_TPGID_AFTER_COMM = 8 - 3
+
+
 def foreground_of(child_pid: int) -> tuple[str | None, tuple[str, ...]]:
-    """The PTY's foreground process (comm, argv), read from /proc: field 8 of the child's
-    stat is the terminal's foreground process group (tpgid)."""
+    """The PTY's foreground process (comm, argv), read from /proc: the child's stat names
+    the terminal's foreground process group (tpgid), whose leader we describe."""
     try:
         with open(f"/proc/{child_pid}/stat", "rb") as f:
-            stat = f.read()
-        tpgid = int(stat.rsplit(b")", 1)[1].split()[5])
+            tpgid = int(parse_stat(f.read())[1][_TPGID_AFTER_COMM])
         if tpgid <= 0:
             return None, ()
         with open(f"/proc/{tpgid}/comm", "rb") as f:
@@ -97,3 +104,15 @@ class Recognition:
                 comm, argv = foreground_of(self.child_pid) if self.child_pid else (None, ())
                 self._evaluate(msgspec.structs.replace(self.last_input, foreground=comm,
                                                        foreground_argv=argv))
+
+
+class RecognitionFactory:
+    """Builds the `Recognition` of each live runtime (one registry, one set of settings for
+    all of them); the runtime manager calls it when it attaches a guardian."""
+
+    def __init__(self, registry: Registry, settings: Settings):
+        self.registry = registry
+        self.settings = settings
+
+    def __call__(self, child_pid: int | None, report: Callable[[str | None], None]) -> Recognition:
+        return Recognition(self.registry, self.settings, child_pid, report)
