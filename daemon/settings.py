@@ -72,7 +72,6 @@ class Settings(WireLimits, kw_only=True, forbid_unknown_fields=True, frozen=True
     # --- screen (DESIGN: Output path and the screen) ----------------------------------------
     screen_cpu_budget: _f(0.01, 1, "share of one core the screen keeper may use") = 0.25
     screen_quiet_exact_seconds: _f(0.01, 10, "after this much quiet the screen is exact") = 0.2
-    screen_snapshot_bytes: _r(1 * KiB, 16 * MiB, "largest persisted screen snapshot (spec: 64 KiB)") = 64 * KiB
     # Figures: pyte parses 0.27-0.87 MiB/s (DESIGN.md); the keeper's own parser feeding a pyte
     # screen 1.8-5 MiB/s (tests/bench/bench_screen.py), so 100 ms of CPU is ~200-500 KiB.
     screen_slice_seconds: _f(0.001, 0.1, "longest one screen parse slice holds the trio thread (5 ms)") = 0.005

@@ -10,7 +10,10 @@ Order of a submission, and why:
    mid-send leaves an honest "uncertain", never a silent resend.
 4. The text is written (inside bracketed paste when the program enabled DECSET 2004), then
    Enter as a separate write after `prompt_enter_settle_seconds` (Ink-based TUIs drop an
-   Enter glued to the text). Both written → `delivered`.
+   Enter glued to the text). Both accepted by the guardian (it answers every numbered
+   command) → `delivered`; the text refused whole (its input buffer is full, the child
+   exited) → `refused`; no answer in time, or the text in and Enter refused → `uncertain`.
+   A guardian too old to confirm (protocol v1) is refused up front: no silent fallback.
 5. Activity is strict: only a recognizer detection of work (`busy`) or approval after the
    Enter counts. If the text itself resembles a work/approval marker of the manifest, echo
    could fake that, so activity stays `unconfirmed` for the receipt's lifetime.

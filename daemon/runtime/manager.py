@@ -500,8 +500,7 @@ def stored_screen(snap: ScreenSnapshot, now_ms: int) -> StoredScreen:
     row, col = snap.cursor
     return StoredScreen(snapshot=snap.revision, text=snap.text, rows=snap.rows, cols=snap.cols,
                         cursor_row=row, cursor_col=col, fidelity=snap.fidelity,
-                        title=snap.title or None, captured_unix_ms=now_ms,
-                        truncated=bool(snap.trimmed_lines))
+                        title=snap.title or None, captured_unix_ms=now_ms)
 
 
 def parse_signal(value: int | str) -> int:

@@ -548,7 +548,7 @@ class Store:
     # --- diagnostics --------------------------------------------------------------------------
 
     def check_invariants(self) -> None:
-        """Recompute every derived count from scratch and compare (tests, `vigil doctor`).
+        """Recompute every derived count from scratch and compare (the tests call it after every scenario).
 
         Raises:
             AssertionError: naming the first invariant that does not hold.
