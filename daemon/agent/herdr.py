@@ -69,26 +69,6 @@ AGENT_STATES: tuple[str, ...] = ("idle", "working", "blocked", "done", "unknown"
 #: herdr's default `--until` set when none is given (reference §1, wait).
 _DEFAULT_UNTIL = ("idle", "done", "blocked")
 
-#: herdr CLI error codes (reference §1, exit 1). Anything else is reported as "unrecognized".
-_KNOWN_CLI_CODES = frozenset(
-    {
-        "server_not_running",
-        "protocol_mismatch",
-        "pane_not_found",
-        "agent_not_found",
-        "agent_target_ambiguous",
-        "agent_not_ready",
-        "agent_blocked",
-        "empty_agent_prompt",
-        "agent_prompt_failed",
-        "agent_prompt_stalled",
-        "timeout",
-        "agent_not_running",
-        "agent_not_idle",
-        "agent_explain_unavailable",
-        "internal_error",
-    }
-)
 #: Codes herdr returns before a prompt's text is sent (the server checks them first).
 _PROMPT_NOT_SENT_CODES = frozenset(
     {
@@ -102,6 +82,16 @@ _PROMPT_NOT_SENT_CODES = frozenset(
         "empty_agent_prompt",
     }
 )
+#: herdr CLI error codes (reference §1, exit 1). Anything else is reported as "unrecognized".
+_KNOWN_CLI_CODES = _PROMPT_NOT_SENT_CODES | {
+    "agent_prompt_failed",
+    "agent_prompt_stalled",
+    "timeout",
+    "agent_not_running",
+    "agent_not_idle",
+    "agent_explain_unavailable",
+    "internal_error",
+}
 _NOT_FOUND_CODES = frozenset({"pane_not_found", "agent_not_found", "agent_not_running"})
 _UNAVAILABLE_CODES = frozenset({"server_not_running", "protocol_mismatch"})
 
