@@ -344,23 +344,8 @@ class EventLineError(ValueError):
     message says what is wrong with it; a reader counts such lines and goes on."""
 
 
-class _Envelope(msgspec.Struct, kw_only=True):
-    """The envelope as read: the payload kept raw until `type` says how to decode it."""
-
-    seq: int
-    run_id: str
-    parent_run_id: str | None = None
-    path: str
-    timestamp: str
-    type: str
-    child_run_id: str | None = None
-    payload: msgspec.Raw = msgspec.Raw(b"{}")
-
-
 _ENCODER = msgspec.json.Encoder()
-_ENVELOPE = msgspec.json.Decoder(_Envelope)
-_PAYLOAD_DECODERS = {name: msgspec.json.Decoder(t) for name, t in PAYLOAD_TYPES.items()}
-_ANY = msgspec.json.Decoder()
+_EVENT = msgspec.json.Decoder(ExchangeEvent)
 
 
 def encode_event(event: ExchangeEvent) -> bytes:
@@ -381,18 +366,17 @@ def decode_event(line: bytes | str) -> ExchangeEvent:
             `path`, `timestamp`, `type`).
     """
     try:
-        env = _ENVELOPE.decode(line)
+        event = _EVENT.decode(line)
     except msgspec.DecodeError as exc:
         raise EventLineError(f"not a transcript event: {exc}") from None
-    payload: Any
-    decoder = _PAYLOAD_DECODERS.get(env.type)
+    payload_type = PAYLOAD_TYPES.get(event.type)
+    if payload_type is None:
+        return event
     try:
-        payload = decoder.decode(env.payload) if decoder else _ANY.decode(env.payload)
+        typed = msgspec.convert(event.payload, payload_type)
     except msgspec.ValidationError:
-        payload = _ANY.decode(env.payload)
-    return ExchangeEvent(seq=env.seq, run_id=env.run_id, parent_run_id=env.parent_run_id,
-                         path=env.path, timestamp=env.timestamp, type=env.type,
-                         child_run_id=env.child_run_id, payload=payload)
+        return event
+    return msgspec.structs.replace(event, payload=typed)
 
 
 # --- timestamps ----------------------------------------------------------------------------

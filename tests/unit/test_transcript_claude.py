@@ -9,7 +9,6 @@ from pathlib import Path
 
 import pytest
 
-from vigil.daemon.settings import Settings
 from vigil.daemon.transcript.events import (
     AgentSource, MessageAssistantPayload, MessageUserPayload, TextBlock, ThinkingBlock,
     ToolCallPayload, ToolResultBlock, ToolResultPayload, ToolUseBlock,
@@ -17,6 +16,8 @@ from vigil.daemon.transcript.events import (
 from vigil.daemon.transcript.providers import (
     AgentEvent, ClaudeNormalizer, LogReset, NormalizerStats, TurnEnded,
 )
+
+from tests.support.agent_logs import normalize as normalize_with
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "agent_logs"
 SESSION = FIXTURES / "claude_session.jsonl"
@@ -47,12 +48,7 @@ def text(t: str) -> TextBlock:
 
 
 def normalize(data: bytes, sizes=None, **settings) -> tuple[list, ClaudeNormalizer]:
-    n = ClaudeNormalizer(settings=Settings(**settings))
-    items, i = [], 0
-    for size in sizes or [len(data)]:
-        items += n.feed(data[i:i + size])
-        i += size
-    return items + n.close(), n
+    return normalize_with(ClaudeNormalizer, data, sizes, **settings)
 
 
 def line(**obj) -> bytes:

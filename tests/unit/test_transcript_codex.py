@@ -9,12 +9,13 @@ from pathlib import Path
 
 import pytest
 
-from vigil.daemon.settings import Settings
 from vigil.daemon.transcript.events import (
     AgentSource, MessageAssistantPayload, MessageUserPayload, TextBlock, ThinkingBlock,
     ToolCallPayload, ToolResultBlock, ToolResultPayload, ToolUseBlock,
 )
 from vigil.daemon.transcript.providers import AgentEvent, CodexNormalizer, NormalizerStats, TurnEnded
+
+from tests.support.agent_logs import normalize as normalize_with
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "agent_logs"
 SESSION = FIXTURES / "codex_session.jsonl"
@@ -45,12 +46,7 @@ def text(t: str) -> TextBlock:
 
 
 def normalize(data: bytes, sizes=None, **settings) -> tuple[list, CodexNormalizer]:
-    n = CodexNormalizer(settings=Settings(**settings))
-    items, i = [], 0
-    for size in sizes or [len(data)]:
-        items += n.feed(data[i:i + size])
-        i += size
-    return items + n.close(), n
+    return normalize_with(CodexNormalizer, data, sizes, **settings)
 
 
 def rollout(*lines: tuple[str, dict]) -> bytes:

@@ -244,19 +244,25 @@ _CLAUDE_PROBE = msgspec.json.Decoder(_ClaudeProbe)
 _CODEX_PROBE = msgspec.json.Decoder(_CodexProbe)
 
 
-def _lines(path: Path, *, tail: bool, scan_bytes: int, line_max: int):
-    """(offset, probe-able bytes) of the whole lines within the first or last `scan_bytes`
-    of the file. A tail read starting mid-file skips its first, partial, line."""
+def _probes(path: Path, decoder: msgspec.json.Decoder, settings: Settings, *, tail: bool):
+    """(offset, probe) of the whole lines within the first or last
+    `transcript_discovery_scan_bytes` of the file that `decoder` reads (the others are not
+    what a probe looks for). A tail read starting mid-file skips its first, partial, line."""
+    scan = settings.transcript_discovery_scan_bytes
     with open(path, "rb") as f:
         size = os.fstat(f.fileno()).st_size
-        start = max(0, size - scan_bytes) if tail else 0
+        start = max(0, size - scan) if tail else 0
         f.seek(start)
-        data = f.read(scan_bytes)
-    framer = LineFramer(line_max, start)
-    lines = [ln for ln in framer.feed(data) if isinstance(ln, tuple)]
-    if tail and start > 0 and lines:
+        data = f.read(scan)
+    lines = [ln for ln in LineFramer(settings.transcript_line_max_bytes, start).feed(data)
+             if isinstance(ln, tuple)]
+    if tail and start > 0:
         lines = lines[1:]
-    return lines
+    for offset, raw in lines:
+        try:
+            yield offset, decoder.decode(raw)
+        except msgspec.DecodeError:
+            continue
 
 
 def _same_dir(recorded: str | None, cwd: str) -> bool:
@@ -274,18 +280,11 @@ def _seconds_after(ts_ms: int, start_ms: int) -> str:
 
 
 def _probe_claude(path: Path, cwd: str, start_ms: int, settings: Settings) -> Candidate | Rejected:
-    scan, line_max = settings.transcript_discovery_scan_bytes, settings.transcript_line_max_bytes
-    first = None
-    for offset, raw in _lines(path, tail=False, scan_bytes=scan, line_max=line_max):
-        try:
-            probe = _CLAUDE_PROBE.decode(raw)
-        except msgspec.DecodeError:
-            continue
-        if probe.type in ("user", "assistant") and probe.timestamp:
-            first = probe
-            break
+    first = next((probe for _, probe in _probes(path, _CLAUDE_PROBE, settings, tail=False)
+                  if probe.type in ("user", "assistant") and probe.timestamp), None)
     if first is None:
-        return Rejected(path=str(path), reason=f"no conversation line in its first {scan} bytes yet")
+        return Rejected(path=str(path), reason=f"no conversation line in its first "
+                                               f"{settings.transcript_discovery_scan_bytes} bytes yet")
     session_id = first.sessionId or path.stem
     if first.isSidechain:
         return Rejected(path=str(path), reason="a side chain (subagent) log")
@@ -298,16 +297,11 @@ def _probe_claude(path: Path, cwd: str, start_ms: int, settings: Settings) -> Ca
                          reason=f"new session {session_id} in {cwd}, first line at "
                                 f"{first.timestamp}, {_seconds_after(first_ms, start_ms)}")
     recent = []
-    for offset, raw in _lines(path, tail=True, scan_bytes=scan, line_max=line_max):
-        try:
-            probe = _CLAUDE_PROBE.decode(raw)
-        except msgspec.DecodeError:
-            continue
+    for offset, probe in _probes(path, _CLAUDE_PROBE, settings, tail=True):
         ts_ms = timestamp_to_unix_ms(probe.timestamp or "")
         if probe.type in ("user", "assistant") and ts_ms is not None and ts_ms >= start_ms:
-            recent.append((offset, probe, ts_ms))
-    return _resumed(path, cwd, start_ms, session_id, first.timestamp,
-                    [(offset, probe.timestamp, ts_ms, probe.cwd) for offset, probe, ts_ms in recent])
+            recent.append((offset, probe.timestamp, ts_ms, probe.cwd))
+    return _resumed(path, cwd, start_ms, session_id, first.timestamp, recent)
 
 
 def _resumed(path: Path, cwd: str, start_ms: int, session_id: str | None, began: str | None,
@@ -339,18 +333,12 @@ def _find_key(obj: object, key: str, depth: int = 4) -> object:
 
 
 def _probe_codex(path: Path, cwd: str, start_ms: int, settings: Settings) -> Candidate | Rejected:
-    scan, line_max = settings.transcript_discovery_scan_bytes, settings.transcript_line_max_bytes
-    meta = None
-    for _, raw in _lines(path, tail=False, scan_bytes=scan, line_max=line_max):
-        try:
-            probe = _CODEX_PROBE.decode(raw)
-        except msgspec.DecodeError:
-            continue
-        if probe.type == "session_meta" and probe.payload is not None:
-            meta = probe  # the first one is authoritative (reference page)
-            break
+    # The first session_meta is authoritative (reference page).
+    meta = next((probe for _, probe in _probes(path, _CODEX_PROBE, settings, tail=False)
+                 if probe.type == "session_meta" and probe.payload is not None), None)
     if meta is None or meta.payload is None:
-        return Rejected(path=str(path), reason=f"no session_meta in its first {scan} bytes")
+        return Rejected(path=str(path), reason=f"no session_meta in its first "
+                                               f"{settings.transcript_discovery_scan_bytes} bytes")
     payload = meta.payload
     if isinstance(payload.source, dict):  # `cli`, `exec`, `mcp` are strings
         parent = _find_key(payload.source, "parent_thread_id")
@@ -367,11 +355,7 @@ def _probe_codex(path: Path, cwd: str, start_ms: int, settings: Settings) -> Can
     # Resumed: the cwd in effect is the latest turn_context's, else the session's.
     recent = []
     in_effect = payload.cwd
-    for offset, raw in _lines(path, tail=True, scan_bytes=scan, line_max=line_max):
-        try:
-            probe = _CODEX_PROBE.decode(raw)
-        except msgspec.DecodeError:
-            continue
+    for offset, probe in _probes(path, _CODEX_PROBE, settings, tail=True):
         ts_ms = timestamp_to_unix_ms(probe.timestamp or "")
         if probe.type == "turn_context" and probe.payload is not None and probe.payload.cwd:
             in_effect = probe.payload.cwd

@@ -4,7 +4,8 @@
 `transcript_follow_read_bytes` a call), feeds the provider's normalizer and returns the
 items. It is synchronous and cheap: the recorder calls it from a trio worker thread, on a
 timer or when inotify says the file changed; it keeps no thread, no timer and no open file
-between calls.
+between calls. One follower is not thread-safe: calls on it must not overlap (one worker
+call at a time per log).
 
 A file shorter than what was read was truncated; a file whose inode changed was replaced
 (rotated, rewritten by rename). Both restart reading at offset 0, say so with a `LogReset`
