@@ -29,6 +29,9 @@ class AgentEvent(msgspec.Struct, kw_only=True, frozen=True):
         type: the event type; `payload` is the matching payload Struct, its `fidelity`
             `agent_emitted` and its `source` saying where and when the agent wrote it.
         offset: the log offset of the (first) line it was built from.
+
+    An in-process value handed to the recorder (it encodes, for logs and tests, but is
+    never decoded: the payload union is untagged, `type` says which it is).
     """
 
     type: AgentEventType
