@@ -11,8 +11,9 @@ can never be reachable by accident. The table, per thread (mode, profile, tool a
 | `EXECUTION` | the Execution tool |
 | `AGENT` | the Agent tool (observation of agents) |
 | `OBSERVE` | the Execution or the Agent tool (vigil's terminal views: screen, attach, resolve) |
+| `SHELL` | the BashCommand tool, any mode (the shell's own views: BashCommand `screen`, `inspect`, `wait_for_turn`) |
 | `RUN` | the BashCommand tool, and mode is not `architect` (run, signal, resize, commands) |
-| `INPUT` | `RUN`, and mode `wcgw` (raw input: restricted `code_writer` never delegates it) |
+| `INPUT` | `RUN`, and mode `wcgw` (raw input, BashCommand `prompt`: restricted `code_writer` never delegates it) |
 | `PROMPT` | the Agent tool, trusted BashCommand authority, and mode `wcgw` |
 
 Profiles grant tools (`PROFILE_TOOLS`: every profile observes; `read-only` has no
@@ -35,6 +36,7 @@ class Need(enum.Enum):
     EXECUTION = "execution"
     AGENT = "agent"
     OBSERVE = "observe"
+    SHELL = "shell"
     RUN = "run"
     INPUT = "input"
     PROMPT = "prompt"
@@ -85,6 +87,9 @@ def check(thread: ThreadRecord, need: Need) -> None:
     elif need is Need.OBSERVE:
         if "Execution" not in tools and "Agent" not in tools:
             raise _deny("observation needs the Execution or Agent tool", thread, tools)
+    elif need is Need.SHELL:
+        if "BashCommand" not in tools:
+            raise _deny("the BashCommand tool is not granted", thread, tools)
     elif need is Need.PROMPT:
         if "Agent" not in tools:
             raise _deny("the Agent tool is not granted", thread, tools)
