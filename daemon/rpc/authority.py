@@ -26,6 +26,7 @@ from __future__ import annotations
 import enum
 from typing import Any, Callable
 
+from vigil.protocol.api.scope import PROFILE_TOOLS
 from vigil.protocol.errors import ErrorCode, VigilError
 
 from .scopes import ThreadRecord
@@ -45,14 +46,6 @@ class Need(enum.Enum):
 #: A route's declaration: a fixed need, or one computed from its decoded params.
 Authority = Need | Callable[[Any], Need]
 
-#: The tools each profile grants when no allowlist narrows it (spec: "Discovery and
-#: authority"; the order is the one Initialize reports).
-PROFILE_TOOLS: dict[str, tuple[str, ...]] = {
-    "full": ("BashCommand", "Execution", "Agent"),
-    "coding": ("BashCommand", "Execution", "Agent"),
-    "terminal": ("BashCommand", "Execution", "Agent"),
-    "read-only": ("Execution", "Agent"),
-}
 
 
 def tools_of(thread: ThreadRecord) -> list[str]:
