@@ -14,8 +14,10 @@ One JSON object per line. Per call:
 - `tool_call`, the terminal event: outcome, duration, inclusive phase totals and the
   call's counters.
 
-All three share a random `usage_call_id`. A start without a terminal means completion was
-not observed (process loss, log rotation, an early exit), not that the call still runs.
+All three share a random `usage_call_id` and carry `usage_schema` (the terminal event also
+`workflow_schema`), always written: the Structs give them no default. A start without a
+terminal means completion was not observed (process loss, log rotation, an early exit),
+not that the call still runs.
 
 What is never written: command or prompt text, output, cursors, raw paths, ids of
 executions or threads. Every counter is optional: an absent one is unknown, never zero
@@ -65,7 +67,7 @@ class ToolStarted(msgspec.Struct, tag_field="event", tag="tool_started", kw_only
     tool: str
     action: str | None = None
     backend: str | None = None
-    usage_schema: int = USAGE_SCHEMA
+    usage_schema: int
 
 
 class ToolPhase(msgspec.Struct, tag_field="event", tag="tool_phase", kw_only=True,
@@ -78,7 +80,7 @@ class ToolPhase(msgspec.Struct, tag_field="event", tag="tool_phase", kw_only=Tru
     edge: Literal["start", "finish", "truncated"]
     phase: str | None = None
     ms: int | None = None
-    usage_schema: int = USAGE_SCHEMA
+    usage_schema: int
 
 
 class ToolCall(msgspec.Struct, tag_field="event", tag="tool_call", kw_only=True,
@@ -90,8 +92,8 @@ class ToolCall(msgspec.Struct, tag_field="event", tag="tool_call", kw_only=True,
     tool: str
     outcome: Outcome
     duration_ms: int
-    usage_schema: int = USAGE_SCHEMA
-    workflow_schema: int = WORKFLOW_SCHEMA
+    usage_schema: int
+    workflow_schema: int
     action: str | None = None
     backend: str | None = None
     #: The client's self-declared name (`vigil`, `vigil-mcp`, …) and transport kind.

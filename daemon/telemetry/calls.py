@@ -10,7 +10,7 @@ import secrets
 import time
 from typing import Any
 
-from vigil.protocol.usage import ToolCall, ToolStarted
+from vigil.protocol.usage import USAGE_SCHEMA, WORKFLOW_SCHEMA, ToolCall, ToolStarted
 
 from . import metrics
 from .phases import CallRecord
@@ -36,7 +36,8 @@ class CallUsage:
         self.action, self.backend = metrics.action_of(params)
         self.record.metrics.update(metrics.request_metrics(params))
         self.log.emit(ToolStarted(usage_call_id=self.record.usage_call_id, ts_ms=_now_ms(),
-                                  tool=self.tool, action=self.action, backend=self.backend))
+                                  tool=self.tool, action=self.action, backend=self.backend,
+                                  usage_schema=USAGE_SCHEMA))
 
     def answered(self, result: Any, response_bytes: int) -> None:
         self.record.metrics.update(metrics.result_metrics(result))
@@ -56,6 +57,7 @@ class CallUsage:
         r = self.record
         self.log.emit(ToolCall(
             usage_call_id=r.usage_call_id, ts_ms=_now_ms(), tool=self.tool, outcome=outcome,
+            usage_schema=USAGE_SCHEMA, workflow_schema=WORKFLOW_SCHEMA,
             duration_ms=(time.monotonic_ns() - r.started_ns) // 1_000_000,
             action=self.action, backend=self.backend, client=self.client,
             principal_kind=self.principal_kind, error_code=code, response_bytes=response_bytes,

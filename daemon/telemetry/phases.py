@@ -17,7 +17,7 @@ import time
 from contextlib import contextmanager
 from typing import Any, Callable, Iterator
 
-from vigil.protocol.usage import PHASE_PAIRS_MAX, PHASES, PhaseTotal, ToolPhase
+from vigil.protocol.usage import PHASE_PAIRS_MAX, PHASES, USAGE_SCHEMA, PhaseTotal, ToolPhase
 
 #: The record of the call this code runs for, or None outside a call (or with the log off).
 CURRENT: contextvars.ContextVar["CallRecord | None"] = contextvars.ContextVar(
@@ -50,7 +50,7 @@ class CallRecord:
 
     def _edge(self, edge: str, name: str | None, ms: int | None = None) -> None:
         self.emit(ToolPhase(usage_call_id=self.usage_call_id, ts_ms=time.time_ns() // 1_000_000,
-                            edge=edge, phase=name, ms=ms))
+                            edge=edge, phase=name, ms=ms, usage_schema=USAGE_SCHEMA))
 
 
 @contextmanager
