@@ -95,12 +95,25 @@ class UsageLog:
                         self.dropped)
 
     def _write(self, data: bytes) -> None:
+        """Append whole lines; a file never passes the cap (one line longer than the cap
+        alone in a file is the only exception)."""
         if self._fd is None:
             self._open()
-        if self._size and self._size + len(data) > self.settings.usage_log_max_bytes:
-            self._rotate()
-        os.write(self._fd, data)
-        self._size += len(data)
+        cap = self.settings.usage_log_max_bytes
+        while data:
+            room = cap - self._size
+            if len(data) <= room:
+                cut = len(data)
+            else:
+                cut = data.rfind(b"\n", 0, max(room, 0)) + 1
+                if cut == 0 and self._size == 0:
+                    cut = data.find(b"\n") + 1 or len(data)
+            if cut:
+                os.write(self._fd, data[:cut])
+                self._size += cut
+                data = data[cut:]
+            if data:
+                self._rotate()
 
     def _open(self) -> None:
         self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
