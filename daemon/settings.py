@@ -125,7 +125,7 @@ class Settings(WireLimits, kw_only=True, forbid_unknown_fields=True, frozen=True
     usage_log_max_bytes: _r(64 * KiB, 1 << 40, "usage log size before it is rotated (vigil: 16 MiB)") = 16 * MiB
     usage_log_files: _r(0, 100, "rotated usage logs kept beside the current one (vigil: 2)") = 2
     usage_log_flush_seconds: _f(0.01, 60, "longest a usage event waits in memory before it is written (vigil: 0.5 s)") = 0.5
-    usage_log_buffer_bytes: _r(4 * KiB, 256 * MiB, "usage events held in memory while the disk is slow; newer ones are dropped and counted (vigil: 4 MiB)") = 4 * MiB
+    usage_log_buffer_events: _r(16, 10_000_000, "usage events held in memory while the disk is slow; newer ones are dropped and counted (vigil: 65,536, ~20 MiB at most)") = 65536
 
     # --- transcripts (seeds/003) ------------------------------------------------------------
     subscriber_buffer_events: _r(1, 1 << 20, "per-subscriber event buffer (seeds/003: 256)") = 256

@@ -52,7 +52,7 @@ PHASE_PAIRS_MAX = 16
 Outcome = Literal["ok", "partial", "error", "abandoned"]
 
 
-class PhaseTotal(msgspec.Struct, kw_only=True):
+class PhaseTotal(msgspec.Struct, kw_only=True, gc=False):
     """Inclusive total of one phase in one call: invocations and whole milliseconds (a
     submillisecond phase has ms 0 with a positive count)."""
 
@@ -61,7 +61,7 @@ class PhaseTotal(msgspec.Struct, kw_only=True):
 
 
 class ToolStarted(msgspec.Struct, tag_field="event", tag="tool_started", kw_only=True,
-                  omit_defaults=True):
+                  omit_defaults=True, gc=False):
     usage_call_id: str
     ts_ms: int
     tool: str
@@ -71,7 +71,7 @@ class ToolStarted(msgspec.Struct, tag_field="event", tag="tool_started", kw_only
 
 
 class ToolPhase(msgspec.Struct, tag_field="event", tag="tool_phase", kw_only=True,
-                omit_defaults=True):
+                omit_defaults=True, gc=False):
     """`edge` start/finish of one phase (`ms` on finish), or the call's one `truncated`
     marker after `PHASE_PAIRS_MAX` pairs."""
 
@@ -84,7 +84,7 @@ class ToolPhase(msgspec.Struct, tag_field="event", tag="tool_phase", kw_only=Tru
 
 
 class ToolCall(msgspec.Struct, tag_field="event", tag="tool_call", kw_only=True,
-               omit_defaults=True):
+               omit_defaults=True, gc=False):
     """The terminal event of one call."""
 
     usage_call_id: str

@@ -119,11 +119,11 @@ def _error(code: Any, message: str, data: dict) -> types.CallToolResult:
 
 
 async def serve_stdio(app: VigilMCP) -> None:
-    from mcp.server.stdio import stdio_server
+    from .stdio import stdio_streams
 
     server = app.server()
     try:
-        async with stdio_server() as (read_stream, write_stream):
+        async with stdio_streams() as (read_stream, write_stream):
             await server.run(read_stream, write_stream, server.create_initialization_options())
     finally:
         await app.pool.aclose()

@@ -32,6 +32,12 @@ from .scopes import Scopes, ThreadRecord
 
 log = logging.getLogger("vigild.dispatch")
 
+#: Methods of the daemon about itself — liveness and health probes, not work — leave no
+#: usage events: a monitor pinging every second would otherwise fill the log with nothing
+#: about anyone's workflow. Every other call (the spec's tools, and vigil's own methods on
+#: executions) is logged.
+UNLOGGED_METHODS = frozenset({"hello", "ping", "status"})
+
 
 @dataclass(slots=True)
 class Peer:
@@ -152,7 +158,8 @@ class Dispatcher:
         here — `abandoned` when the caller went away and the call was cancelled.
         """
         ctx.started = trio.current_time()
-        if self._usage is None or not self._usage.enabled:
+        if (self._usage is None or not self._usage.enabled or route is None
+                or ctx.method in UNLOGGED_METHODS):
             return await self._run(conn, ctx, route, raw_params, None)
         usage = CallUsage(self._usage, ctx.method, conn.client_name, ctx.principal)
         token = phases.CURRENT.set(usage.record)
@@ -176,8 +183,11 @@ class Dispatcher:
                 usage.started(params)
             if route.validate is not None:
                 route.validate(params)  # the whole request, before admission or history
-            with phases.phase("session_admission"):
-                self.admit(route, ctx, params)
+            if route.authority is Need.UNSCOPED:
+                pass  # nothing to admit (hello, ping, status, Initialize)
+            else:
+                with phases.phase("session_admission"):
+                    self.admit(route, ctx, params)
             result = await route.handler(ctx, params)
             if result is ANSWERED:
                 if usage is not None:

@@ -6,7 +6,8 @@ cancelled: observed abandonment; work already handed to a thread may still finis
 
 from __future__ import annotations
 
-import secrets
+import itertools
+import random
 import time
 from typing import Any
 
@@ -24,7 +25,7 @@ class CallUsage:
 
     def __init__(self, log: UsageLog, tool: str, client: str, principal: str):
         self.log = log
-        self.record = CallRecord(secrets.token_hex(8), log.emit)
+        self.record = CallRecord(f"{_ID_PREFIX}{next(_ids):08x}", log.emit)
         self.tool = tool
         self.action: str | None = None
         self.backend: str | None = None
@@ -62,6 +63,12 @@ class CallUsage:
             action=self.action, backend=self.backend, client=self.client,
             principal_kind=self.principal_kind, error_code=code, response_bytes=response_bytes,
             phases=r.phase_totals(), phases_truncated=r.truncated, **r.metrics))
+
+
+#: usage_call_id: a random prefix per daemon and a counter — unique in a log, random across
+#: daemons, and no identifier of anything but the call (it only ties a call's events).
+_ID_PREFIX = f"{random.getrandbits(32):08x}"
+_ids = itertools.count(1)
 
 
 def _now_ms() -> int:

@@ -14,6 +14,9 @@ from typing import Any
 from vigil.protocol.api.agent import (
     AgentParams,
     HerdrPromptData,
+    NativeListData,
+    NativeReadData,
+    NativeWaitData,
     PromptData,
     ReceiptData,
 )
@@ -30,19 +33,25 @@ from vigil.protocol.api.shell import BashCommandParams, BashCommandResult
 from vigil.protocol.usage import OBSERVE_SCHEMA
 
 
+# Every call passes here: the functions below pick by exact type (a dict lookup), so a call
+# of another method (ping, status, …) pays for one lookup, not a chain of isinstance checks.
+
 def action_of(params: Any) -> tuple[str | None, str | None]:
     """(action, backend) of a tool call, for grouping; (None, None) for other methods."""
-    if isinstance(params, ExecutionParams):
+    kind = type(params)
+    if kind is ExecutionParams:
         return type(params.action).__struct_config__.tag, "native"
-    if isinstance(params, AgentParams):
+    if kind is AgentParams:
         return params.action, params.backend
-    if isinstance(params, BashCommandParams):
+    if kind is BashCommandParams:
         return type(params.action).__struct_config__.tag, None
     return None, None
 
 
 def request_metrics(params: Any) -> dict[str, Any]:
     """Counters known from the request alone (kept even when the call fails)."""
+    if type(params) not in (ExecutionParams, AgentParams):
+        return {}
     out: dict[str, Any] = {}
     action = params.action if isinstance(params, ExecutionParams) else None
     if isinstance(action, ObserveAction):
@@ -59,9 +68,16 @@ def request_metrics(params: Any) -> dict[str, Any]:
     return out
 
 
+#: The data types with counters (the native Agent data subclass Execution's).
+_COUNTED = frozenset({ListData, NativeListData, ReadData, NativeReadData, ObserveData, WaitData,
+                      NativeWaitData, PromptData, ReceiptData, HerdrPromptData})
+
+
 def result_metrics(result: Any) -> dict[str, Any]:
     """Counters read from a successful answer."""
     data = getattr(result, "data", None)
+    if type(data) not in _COUNTED and type(result) is not BashCommandResult:
+        return {}
     out: dict[str, Any] = {}
     if isinstance(data, ListData):
         out["listed"] = len(data.executions)

@@ -14,8 +14,7 @@ from __future__ import annotations
 
 import contextvars
 import time
-from contextlib import contextmanager
-from typing import Any, Callable, Iterator
+from typing import Any, Callable
 
 from vigil.protocol.usage import PHASE_PAIRS_MAX, PHASES, USAGE_SCHEMA, PhaseTotal, ToolPhase
 
@@ -53,36 +52,63 @@ class CallRecord:
                             edge=edge, phase=name, ms=ms, usage_schema=USAGE_SCHEMA))
 
 
-@contextmanager
-def phase(name: str) -> Iterator[None]:
-    """Time `name` for the current call (nothing outside a call). Start and finish are
-    written as a pair while the call has pairs left; past `PHASE_PAIRS_MAX` one
-    truncation marker is written and later phases only count in the summary."""
-    record = CURRENT.get()
-    if record is None:
-        yield
-        return
-    assert name in _KNOWN, f"unknown phase {name!r}"
-    written = record.pairs < PHASE_PAIRS_MAX
-    if written:
-        record.pairs += 1
-        record._edge("start", name)
-    elif not record.truncated:
-        record.truncated = True
-        record._edge("truncated", None)
-    t0 = time.monotonic_ns()
-    try:
-        yield
-    finally:
-        elapsed = time.monotonic_ns() - t0
-        total = record.totals.get(name)
+class _Phase:
+    """One timed phase of a call (a plain class: this runs on every call's path, where a
+    generator-based context manager costs several times more)."""
+
+    __slots__ = ("record", "name", "written", "t0")
+
+    def __init__(self, record: CallRecord, name: str):
+        self.record = record
+        self.name = name
+
+    def __enter__(self) -> None:
+        record = self.record
+        self.written = record.pairs < PHASE_PAIRS_MAX
+        if self.written:
+            record.pairs += 1
+            record._edge("start", self.name)
+        elif not record.truncated:
+            record.truncated = True
+            record._edge("truncated", None)
+        self.t0 = time.monotonic_ns()
+
+    def __exit__(self, *exc: object) -> None:
+        elapsed = time.monotonic_ns() - self.t0
+        record = self.record
+        total = record.totals.get(self.name)
         if total is None:
-            record.totals[name] = [1, elapsed]
+            record.totals[self.name] = [1, elapsed]
         else:
             total[0] += 1
             total[1] += elapsed
-        if written:
-            record._edge("finish", name, elapsed // 1_000_000)
+        if self.written:
+            record._edge("finish", self.name, elapsed // 1_000_000)
+
+
+class _NoPhase:
+    __slots__ = ()
+
+    def __enter__(self) -> None:
+        pass
+
+    def __exit__(self, *exc: object) -> None:
+        pass
+
+
+_NO_PHASE = _NoPhase()
+
+
+def phase(name: str) -> _Phase | _NoPhase:
+    """`with phase(name):` times `name` for the current call (nothing outside a call).
+    Start and finish are written as a pair while the call has pairs left; past
+    `PHASE_PAIRS_MAX` one truncation marker is written and later phases only count in the
+    summary."""
+    record = CURRENT.get()
+    if record is None:
+        return _NO_PHASE
+    assert name in _KNOWN, f"unknown phase {name!r}"
+    return _Phase(record, name)
 
 
 def note(**metrics: Any) -> None:

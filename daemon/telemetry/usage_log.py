@@ -1,13 +1,12 @@
 """The usage log: `<state>/usage.jsonl`, one event per line (`vigil.protocol.usage`), 0600,
 rotated by size.
 
-Writing must cost a call almost nothing (a ping is ~100 µs; the budget for the log is 15 %
-of it), so an event is encoded on the spot (msgspec, a microsecond or two) and appended to
-a buffer in memory; one task writes the buffer out every `usage_log_flush_seconds`, or at
-once past `usage_log_buffer_bytes / 4`, in a worker thread. If the disk does not keep up,
-the buffer stops at `usage_log_buffer_bytes` and newer events are dropped and counted
-(logged once a minute at most): telemetry never holds up a call and never grows memory
-without bound.
+Writing must cost a call almost nothing (a ping is ~50 µs; the budget for the log is 15 %
+of it), so a call only appends its event Structs to a list; one task encodes and writes the
+list out every `usage_log_flush_seconds`, or at once past a quarter of
+`usage_log_buffer_events`, in a worker thread. If the disk does not keep up, the list stops
+at `usage_log_buffer_events` and newer events are dropped and counted (logged once a minute
+at most): telemetry never holds up a call and never grows memory without bound.
 
 Rotation: when the file would pass `usage_log_max_bytes`, it is renamed to `usage.jsonl.1`
 (older backups shift up to `usage_log_files`), and a new file is started. A call whose
@@ -30,7 +29,7 @@ from vigil.daemon.settings import Settings
 log = logging.getLogger("vigild.usage")
 
 FILE_NAME = "usage.jsonl"
-_encode = msgspec.json.Encoder().encode
+_encode_lines = msgspec.json.Encoder().encode_lines
 
 
 class UsageLog:
@@ -40,23 +39,24 @@ class UsageLog:
         self.path = Path(path)
         self.settings = settings
         self.enabled = settings.usage_log_enabled
-        self._buffer = bytearray()
+        self._events: list[Any] = []
         self._wake = trio.Event()
         self._fd: int | None = None
         self._size = 0
         self.dropped = 0
         self._dropped_logged = 0.0
-        self._soft_limit = max(1, settings.usage_log_buffer_bytes // 4)
+        self._cap = settings.usage_log_buffer_events
+        self._soft_limit = max(1, self._cap // 4)
 
     # --- producing (any task, never blocks) ----------------------------------------------------
 
     def emit(self, event: Any) -> None:
-        if len(self._buffer) >= self.settings.usage_log_buffer_bytes:
+        events = self._events
+        if len(events) >= self._cap:
             self.dropped += 1
             return
-        self._buffer += _encode(event)
-        self._buffer += b"\n"
-        if len(self._buffer) >= self._soft_limit:
+        events.append(event)
+        if len(events) >= self._soft_limit:
             self._wake.set()
 
     # --- writing ---------------------------------------------------------------------------------
@@ -80,14 +80,13 @@ class UsageLog:
                     self._fd = None
 
     async def flush(self) -> None:
-        if not self._buffer:
+        if not self._events:
             return
-        data = bytes(self._buffer)
-        self._buffer.clear()
+        events, self._events = self._events, []
         try:
-            await trio.to_thread.run_sync(self._write, data)
+            await trio.to_thread.run_sync(lambda: self._write(_encode_lines(events)))
         except OSError as exc:
-            self.dropped += data.count(b"\n")
+            self.dropped += len(events)
             log.warning("usage log: cannot write %s: %s", self.path, exc.strerror)
         if self.dropped and time.monotonic() - self._dropped_logged > 60:
             self._dropped_logged = time.monotonic()

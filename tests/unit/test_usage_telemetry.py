@@ -42,12 +42,12 @@ async def test_rotation_keeps_the_configured_backups(tmp_path):
 
 
 async def test_a_full_buffer_drops_newer_events_and_counts_them(tmp_path):
-    settings = Settings(usage_log_buffer_bytes=4096)
+    settings = Settings(usage_log_buffer_events=100)
     log = UsageLog(tmp_path / "usage.jsonl", settings)
     for i in range(1000):
         log.emit(event(i))
-    assert log.dropped > 0
-    kept = 1000 - log.dropped
+    assert log.dropped == 900
+    kept = 100
     await log.flush()
     assert len((tmp_path / "usage.jsonl").read_text().splitlines()) == kept
 
