@@ -31,6 +31,7 @@ from typing import Literal
 
 import msgspec
 
+from .agent import PromptOutcome
 from .execution import ExplainData
 from .scope import Scoped
 from .terminal import ScreenResult
@@ -166,21 +167,12 @@ class TurnResult(msgspec.Struct, kw_only=True):
     wait_for: list[TurnState]
 
 
-class PromptResult(msgspec.Struct, kw_only=True):
-    """What happened to one generic prompt; the fields mean what a native prompt
-    `Receipt`'s do (delivery, strict activity, the wait's condition) — but nothing is
-    stored: an `uncertain` delivery is never resent by vigil, and a second call types the
-    text again."""
+class PromptResult(PromptOutcome, kw_only=True):
+    """What happened to one generic prompt, as a native prompt's receipt says it
+    (delivery, strict activity, the wait's condition) — but nothing is stored: an
+    `uncertain` delivery is never resent by vigil, and a second call types the text again."""
 
-    execution_id: str
-    generation: int
-    delivery: Literal["delivered", "refused", "uncertain"]
-    activity: Literal["confirmed", "unconfirmed"]
-    activity_reason: str
-    condition: str
-    bracketed_paste: bool
     effective_timeout_seconds: float
-    delivery_reason: str | None = None
 
 
 #: The result type of each `BashCommand` action, by its `type` tag.
