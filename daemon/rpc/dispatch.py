@@ -183,9 +183,7 @@ class Dispatcher:
                 usage.started(params)
             if route.validate is not None:
                 route.validate(params)  # the whole request, before admission or history
-            if route.authority is Need.UNSCOPED:
-                pass  # nothing to admit (hello, ping, status, Initialize)
-            else:
+            if route.authority is not Need.UNSCOPED:  # else nothing to admit
                 with phases.phase("session_admission"):
                     self.admit(route, ctx, params)
             result = await route.handler(ctx, params)

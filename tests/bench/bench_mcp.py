@@ -74,7 +74,7 @@ def on_off_p50s(on_call, off_call, calls: int, rounds: int) -> tuple[float, floa
     """Median of each daemon's call, measured in alternating rounds."""
     on, off = [], []
     for call in (on_call, off_call):
-        for _ in range(300):
+        for _ in range(min(300, calls // 4)):
             call()
     for _ in range(rounds):
         for call, sink in ((on_call, on), (off_call, off)):
@@ -159,7 +159,7 @@ def main(argv=None) -> Table:
     parser = argparse.ArgumentParser()
     parser.add_argument("--quick", action="store_true")
     args = parser.parse_args(argv)
-    calls = 100 if args.quick else 2000
+    calls = 30 if args.quick else 2000
     table = Table("mcp (MCP server and usage telemetry)")
     with bench_home() as home, bench_home("usage_log_enabled = false\n") as off_home:
         ws = home.root / "ws"
@@ -177,7 +177,7 @@ def main(argv=None) -> Table:
                   "same call over the socket", _ms(sp50), f"{p50 / sp50:.1f}×", "≤ 3 ms")
         table.add("MCP Execution list p99", _ms(percentile(mcp, 99)),
                   "socket p99", _ms(percentile(sock, 99)))
-        n = 2000 if args.quick else 20000
+        n = 600 if args.quick else 20000
         with home.client() as c_on, off_home.client() as c_off:
             on, off = on_off_p50s(lambda: c_on.call("ping"), lambda: c_off.call("ping"), n, 10)
         table.add("ping p50, usage log on", f"{on * 1e6:.0f} µs", "usage log off",
@@ -195,7 +195,7 @@ def main(argv=None) -> Table:
                   "usage log off", f"{off * 1e6:.0f} µs", f"{on / off:.2f}×", "≤ 1.15× (ours)")
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "usage.jsonl"
-        n = synthetic_log(path, 10_000 if args.quick else 100_000)
+        n = synthetic_log(path, 5_000 if args.quick else 100_000)
         wall_s, floor_s = report_wall(path, 1 if args.quick else 5)
         table.add(f"`vigil report --json`, {n:,} lines (wall)", f"{wall_s:.2f} s",
                   "decode every line (floor)", f"{floor_s:.2f} s", f"{wall_s / floor_s:.1f}×",
