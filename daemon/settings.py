@@ -14,6 +14,8 @@ import os
 import tomllib
 from pathlib import Path
 
+from typing import Annotated
+
 import msgspec
 from msgspec import Meta
 
@@ -117,6 +119,13 @@ class Settings(WireLimits, kw_only=True, forbid_unknown_fields=True, frozen=True
     herdr_list_bytes_max: _r(1, 16 * MiB, "Herdr listing size (spec: 64 KiB)") = 64 * KiB
     herdr_read_lines_default: _r(1, 100000, "Herdr read lines default (spec: 100)") = 100
     herdr_read_lines_max: _r(1, 100000, "Herdr read lines maximum (spec: 1000)") = 1000
+
+    # --- usage telemetry (spec: "Workflow telemetry", "Usage metrics") ----------------------
+    usage_log_enabled: Annotated[bool, Meta(description="write the usage log `<state>/usage.jsonl` (vigil: on)")] = True
+    usage_log_max_bytes: _r(64 * KiB, 1 << 40, "usage log size before it is rotated (vigil: 16 MiB)") = 16 * MiB
+    usage_log_files: _r(0, 100, "rotated usage logs kept beside the current one (vigil: 2)") = 2
+    usage_log_flush_seconds: _f(0.01, 60, "longest a usage event waits in memory before it is written (vigil: 0.5 s)") = 0.5
+    usage_log_buffer_events: _r(16, 10_000_000, "usage events held in memory while the disk is slow; newer ones are dropped and counted (vigil: 65,536, ~20 MiB at most)") = 65536
 
     # --- transcripts (seeds/003) ------------------------------------------------------------
     subscriber_buffer_events: _r(1, 1 << 20, "per-subscriber event buffer (seeds/003: 256)") = 256
