@@ -62,6 +62,15 @@ class UsageLog:
     # --- writing ---------------------------------------------------------------------------------
 
     async def run(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
+        """Write buffered events every `usage_log_flush_seconds` (sooner when the buffer
+        fills). The file is opened at start, so the daemon holds the same descriptors from
+        its first call to its last, and a log that cannot be written is said once, early."""
+        if self.enabled:
+            try:
+                self._open()
+            except OSError as exc:
+                log.warning("usage log: cannot open %s: %s (retried at each flush)", self.path,
+                            exc.strerror)
         task_status.started()
         if not self.enabled:
             return
