@@ -23,6 +23,7 @@ from vigil.daemon.agent.prompts import PromptService
 from vigil.daemon.history.service import ExecutionService
 from vigil.daemon.methods import agent as agent_methods
 from vigil.daemon.methods import daemon_info, execution, scope, shell, terminal
+from vigil.daemon.methods import transcript as transcript_methods
 from vigil.daemon.process import logs, rendezvous, systemd
 from vigil.daemon.process.state import DaemonState
 from vigil.daemon.recognize import Registry
@@ -35,6 +36,11 @@ from vigil.daemon.runtime.manager import RuntimeManager
 from vigil.daemon.settings import SettingsError, load_settings
 from vigil.daemon.shell.manager import ShellManager
 from vigil.daemon.store import Store
+from vigil.daemon.transcript.agents import AgentLogs
+from vigil.daemon.transcript.fanout import FanOut
+from vigil.daemon.transcript.files import TranscriptFiles
+from vigil.daemon.transcript.observer import TranscriptObserver
+from vigil.daemon.transcript.recorder import Recorder
 from vigil.daemon.telemetry.usage_log import FILE_NAME as USAGE_FILE, UsageLog
 from vigil.protocol import paths
 from vigil.protocol.errors import VigilError
@@ -88,13 +94,23 @@ async def serve(state: DaemonState, claim: rendezvous.Claim, ready_fd: int | Non
                               guardian_dir=paths.guardian_dir(), log_dir=str(state.state_dir))
     shells = ShellManager(scopes, store, runtimes, settings,
                           shell_dir=os.path.join(paths.guardian_dir(), "shells"))
-    executions = ExecutionService(store, runtimes, bus, registry, settings)
-    prompts = PromptService(store, runtimes, registry, settings)
+    transcripts = None
+    if settings.transcripts_enabled:
+        transcripts = Recorder(TranscriptFiles(state.state_dir / "transcripts", settings),
+                               FanOut(settings.subscriber_buffer_events), settings)
+    agent_logs = AgentLogs(transcripts, bus, settings) if transcripts else None
+    executions = ExecutionService(store, runtimes, bus, registry, settings, agent_logs)
+    prompts = PromptService(store, runtimes, registry, settings, transcripts)
+    if transcripts is not None:
+        bus.observe(TranscriptObserver(transcripts, agent_logs, runtimes))
 
     usage = UsageLog(state.state_dir / USAGE_FILE, settings)
-    dispatcher = Dispatcher(scopes, usage)
-    daemon_info.install(dispatcher, state=state, ingest=runtimes.ingest)
-    scope.install(dispatcher, scopes=scopes)
+    dispatcher = Dispatcher(scopes, usage, transcripts)
+    daemon_info.install(dispatcher, state=state, ingest=runtimes.ingest, transcripts=transcripts)
+    scope.install(dispatcher, scopes=scopes, runtimes=runtimes, shells=shells,
+                  transcripts=transcripts)
+    transcript_methods.install(dispatcher, store=store, scopes=scopes, transcripts=transcripts,
+                               settings=settings)
     execution.install(dispatcher, store=store, runtimes=runtimes, service=executions,
                       settings=settings)
     terminal.install(dispatcher, store=store, runtimes=runtimes, settings=settings)
@@ -105,6 +121,9 @@ async def serve(state: DaemonState, claim: rendezvous.Claim, ready_fd: int | Non
     with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
         async with trio.open_nursery() as nursery:
             await nursery.start(usage.run)
+            if transcripts is not None:
+                await nursery.start(agent_logs.run)
+                transcripts.files.prune(force=True)
             await nursery.start(runtimes.run, shells)
             await nursery.start(server.serve, claim.listener)
             systemd.notify("READY=1")
@@ -115,6 +134,8 @@ async def serve(state: DaemonState, claim: rendezvous.Claim, ready_fd: int | Non
                 systemd.notify("STOPPING=1")
                 break
             nursery.cancel_scope.cancel()
+    if transcripts is not None:
+        transcripts.close()
 
 
 def limit_malloc_arenas(arenas: int = 2) -> None:

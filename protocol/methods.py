@@ -15,7 +15,7 @@ from typing import Any, Callable
 
 import msgspec
 
-from .api import agent, daemon, execution, scope, shell, terminal
+from .api import agent, daemon, execution, scope, shell, terminal, transcript
 
 
 class Method(msgspec.Struct, frozen=True):
@@ -101,6 +101,9 @@ register("Agent", agent.AgentParams, None,
          "Observe agent executions and submit native prompts once, with receipts.",
          results={"/".join(key): value for key, value in agent.RESULTS.items()},
          select=_agent_action)
+register("transcript", transcript.TranscriptParams, transcript.TranscriptResult,
+         "Read a run's exchange transcript (a thread or an execution), and follow it live.")
 
 #: Events the daemon pushes, by the method whose call streams them.
-EVENTS: dict[str, Any] = {"attach": terminal.AttachEvent}
+EVENTS: dict[str, Any] = {"attach": terminal.AttachEvent,
+                          "transcript": transcript.TranscriptStreamEvent}

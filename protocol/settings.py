@@ -68,6 +68,10 @@ class WireLimits(msgspec.Struct, kw_only=True, forbid_unknown_fields=True, froze
     wait_timeout_default: _f(0, 300, "wait timeout when omitted (spec: 5 s locally and for Claude HTTP)") = 5.0
     wait_timeout_default_long: _f(0, 300, "omitted waits of ChatGPT/Codex HTTP clients (spec: 50 s), capped at each action's maximum") = 50.0
 
+    # --- transcripts (seeds/003) ------------------------------------------------------------
+    transcript_page_bytes_default: _r(1024, 64 * MiB, "transcript events per page, in bytes of their JSON lines (vigil: 256 KiB)") = 256 * KiB
+    transcript_page_bytes_max: _r(1024, 64 * MiB, "largest transcript page a caller may ask for (vigil: 4 MiB)") = 4 * MiB
+
     # --- request limits a client can check before sending ---------------------------------
     prompt_text_max_bytes: _r(1, 1 << 20, "prompt text limit (spec: 16 KiB)") = 16 * KiB
     prompt_wait_max_seconds: _f(0, 300, "inline prompt wait limit (spec: 30 s)") = 30.0

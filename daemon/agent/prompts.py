@@ -39,6 +39,7 @@ from vigil.daemon.settings import Settings
 from ..recognize.live import recognition_input
 from ..telemetry.phases import phase
 from ..runtime.manager import RuntimeManager
+from ..transcript.recorder import Recorder
 
 _PROMPT_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}")
 _encoder = msgspec.msgpack.Encoder()
@@ -107,11 +108,13 @@ def _verdict(watch: _Watch, delivery: str) -> tuple[str, str, str]:
 
 class PromptService:
     def __init__(self, store: Store, runtimes: RuntimeManager, registry: Registry,
-                 settings: Settings):
+                 settings: Settings, transcripts: Recorder | None = None):
         self.store = store
         self.runtimes = runtimes
         self.registry = registry
         self.settings = settings
+        #: Told of every delivered prompt (a turn of the agent starts: `message.user`).
+        self.transcripts = transcripts
 
     def _validate(self, params: AgentParams, *, need_text: bool) -> tuple[str, str, float]:
         s = self.settings
@@ -237,6 +240,10 @@ class PromptService:
                 refused = exc.code not in (ErrorCode.TIMEOUT, ErrorCode.BUSY)
                 delivery, why = ("refused" if refused else "uncertain"), exc.message
                 raise
+            if self.transcripts is not None:
+                # The text passed vigil's seam: the turn starts with it (before Enter, so the
+                # agent's own account of the prompt always follows it in the transcript).
+                self.transcripts.prompt_delivered(eid, text)
             await trio.sleep(self.settings.prompt_enter_settle_seconds)
             if live.recognition is not None:
                 live.recognition.listeners.append(watch.on_detection)

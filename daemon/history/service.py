@@ -30,6 +30,7 @@ from vigil.daemon.rpc.views import compact_view, execution_view, recovery_of
 from vigil.daemon.runtime.lifecycle import LifecycleBus
 from vigil.daemon.runtime.manager import RuntimeManager
 from vigil.daemon.settings import Settings
+from vigil.daemon.transcript.agents import AgentLogs
 from vigil.daemon.store import (
     ChangeEntry,
     ExecutionNotFound,
@@ -42,6 +43,7 @@ from vigil.daemon.store import (
     read_screen_page,
 )
 from vigil.protocol.api.execution import (
+    AgentLogView,
     Change,
     DetectionSummary,
     ExecutionAction,
@@ -91,12 +93,14 @@ def _execution_id(value: str, field: str) -> str:
 
 class ExecutionService:
     def __init__(self, store: Store, runtimes: RuntimeManager, bus: LifecycleBus,
-                 registry: Registry, settings: Settings):
+                 registry: Registry, settings: Settings, agent_logs: AgentLogs | None = None):
         self.store = store
         self.runtimes = runtimes
         self.bus = bus
         self.registry = registry
         self.settings = settings
+        #: The transcript's followers of agents' own logs (what explain says of them).
+        self.agent_logs = agent_logs
 
     # --- validation (before admission) ------------------------------------------------------
 
@@ -397,4 +401,10 @@ class ExecutionService:
                 screen_revision=revision, fidelity=fidelity,
                 observed_at_unix_ms=rec.observed_at_unix_ms, foreground=inp.foreground,
                 foreground_argv=list(inp.foreground_argv), rows=len(inp.lines),
-                errors=[str(e) for e in self.registry.errors])))
+                errors=[str(e) for e in self.registry.errors]),
+            agent_log=self._agent_log(eid)))
+
+    def _agent_log(self, eid: str) -> AgentLogView | None:
+        status = self.agent_logs.status.get(eid) if self.agent_logs is not None else None
+        return None if status is None else msgspec.convert(
+            msgspec.structs.asdict(status), AgentLogView)

@@ -5,8 +5,10 @@ bad one is `invalid_request` naming the field); for a scoped method the thread i
 once from `(thread_id, workspace_root)` into `ctx.thread` (a mismatch reads exactly like a
 thread that does not exist) and the route's declared authority is checked; then the handler
 runs. Usage telemetry hangs here (`telemetry/`: every call's events, its phases timed
-wherever they happen while it is current), and router-fidelity transcript events will too,
-so handlers stay plain functions of `(context, params) -> typed result`.
+wherever they happen while it is current), and so do router-fidelity transcript events
+(every scoped call's `tool.call` / `tool.result` in its thread's transcript, the call's
+`usage_call_id` as their `tool_id`), so handlers stay plain functions of
+`(context, params) -> typed result`.
 """
 
 from __future__ import annotations
@@ -24,7 +26,8 @@ from vigil.protocol.errors import ErrorCode, VigilError
 from vigil.protocol.methods import Method, lookup
 
 from ..telemetry import phases
-from ..telemetry.calls import CallUsage
+from ..telemetry.calls import CallUsage, new_call_id
+from ..transcript.recorder import Recorder
 from ..telemetry.usage_log import UsageLog
 from . import authority
 from .authority import Authority, Need
@@ -65,6 +68,8 @@ class CallContext:
     #: trio time at which the dispatcher took the call (deadlines that must cover
     #: admission run from it).
     started: float = 0.0
+    #: The call's `usage_call_id`: ties its usage events and its transcript tool events.
+    call_id: str = ""
     extras: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -108,11 +113,18 @@ class Route:
     validate: Callable[[Any], None] | None = None
 
 
+#: Methods that leave no router-fidelity transcript events: reading a transcript is not a
+#: step of the workflow it reads (and following one would record itself).
+UNRECORDED_METHODS = frozenset({"transcript"})
+
+
 class Dispatcher:
-    def __init__(self, scopes: Scopes, usage: UsageLog | None = None) -> None:
+    def __init__(self, scopes: Scopes, usage: UsageLog | None = None,
+                 transcripts: Recorder | None = None) -> None:
         self._routes: dict[str, Route] = {}
         self._scopes = scopes
         self._usage = usage
+        self._transcripts = transcripts
 
     def route(self, name: str, *, authority: Authority, inline: bool = False,
               validate: Callable[[Any], None] | None = None) -> Callable[[Handler], Handler]:
@@ -158,10 +170,12 @@ class Dispatcher:
         here — `abandoned` when the caller went away and the call was cancelled.
         """
         ctx.started = trio.current_time()
-        if (self._usage is None or not self._usage.enabled or route is None
-                or ctx.method in UNLOGGED_METHODS):
+        if route is None or ctx.method in UNLOGGED_METHODS:
             return await self._run(conn, ctx, route, raw_params, None)
-        usage = CallUsage(self._usage, ctx.method, conn.client_name, ctx.principal)
+        ctx.call_id = new_call_id()
+        if self._usage is None or not self._usage.enabled:
+            return await self._run(conn, ctx, route, raw_params, None)
+        usage = CallUsage(self._usage, ctx.method, conn.client_name, ctx.principal, ctx.call_id)
         token = phases.CURRENT.set(usage.record)
         try:
             return await self._run(conn, ctx, route, raw_params, usage)
@@ -186,7 +200,20 @@ class Dispatcher:
             if route.authority is not Need.UNSCOPED:  # else nothing to admit
                 with phases.phase("session_admission"):
                     self.admit(route, ctx, params)
-            result = await route.handler(ctx, params)
+            record = self._recording(ctx)
+            if record is not None:
+                record.tool_call(ctx.thread.thread_id, ctx.call_id, ctx.method, params)
+            try:
+                result = await route.handler(ctx, params)
+            except VigilError as exc:
+                if record is not None:
+                    record.tool_result(ctx.thread.thread_id, ctx.call_id,
+                                       {"error": {"code": exc.code, "message": exc.message}},
+                                       error=True)
+                raise
+            if record is not None:
+                record.tool_result(ctx.thread.thread_id, ctx.call_id,
+                                   None if result is ANSWERED else result, error=False)
             if result is ANSWERED:
                 if usage is not None:
                     usage.answered(None, 0)
@@ -204,6 +231,13 @@ class Dispatcher:
             log.exception("handler for %s failed", ctx.method)
             return self._error(conn, rid, usage, ErrorCode.INTERNAL,
                                f"internal error in {ctx.method}; see the daemon log", {})
+
+    def _recording(self, ctx: CallContext) -> Recorder | None:
+        """The recorder, when this call belongs in its thread's transcript."""
+        if (self._transcripts is None or ctx.thread is None
+                or ctx.method in UNRECORDED_METHODS):
+            return None
+        return self._transcripts
 
     @staticmethod
     def _error(conn: ServerConnection, rid, usage: CallUsage | None, code, message: str,

@@ -43,6 +43,9 @@ class ThreadRecord(msgspec.Struct, kw_only=True):
     #: Internal: never shown to clients.
     shell_execution_id: str | None = None
     shell_nonce: str | None = None
+    #: The execution this thread was opened from (its caller runs under vigil): the
+    #: thread's transcript is a child run of that execution's.
+    parent_run_id: str | None = None
 
     @property
     def scope(self) -> str:
@@ -127,6 +130,10 @@ class Scopes:
         self._by_id[thread.thread_id] = thread
         self._save(thread)
         return thread
+
+    def get(self, thread_id: str) -> ThreadRecord | None:
+        """The thread with this id, whoever it belongs to (callers check ownership)."""
+        return self._by_id.get(thread_id)
 
     def all(self) -> list[ThreadRecord]:
         return list(self._by_id.values())

@@ -27,7 +27,7 @@ import trio
 
 from vigil.daemon.guardian import wire
 from vigil.daemon.guardian.errors import GuardianClosed, GuardianError, GuardianLaunchError
-from vigil.daemon.guardian.identity import identity_alive
+from vigil.daemon.guardian.identity import identity_alive, parse_stat
 from vigil.daemon.guardian.launch import launch_guardian, make_launch_spec
 from vigil.daemon.guardian.records import RecordsError, delete_exit_records, read_exit_records
 from vigil.daemon.recognize.live import RecognitionFactory
@@ -191,7 +191,7 @@ class RuntimeManager:
         record = await trio.to_thread.run_sync(
             lambda: self.store.update(eid, runtime=to_store_identity(identity)))
         self.bus.publish(LifecycleEvent(kind="started", scope=record.scope, execution_id=eid,
-                                        at_unix_ms=record.observed_at_unix_ms))
+                                        at_unix_ms=record.observed_at_unix_ms, record=record))
         return self._attach(record, observers(record))
 
     def _attach(self, record: ExecutionRecord, observers: list[OutputObserver]) -> Live:
@@ -412,6 +412,19 @@ class RuntimeManager:
         live = self.live.get(record.execution_id)
         return live is not None and live.record.output_total_bytes < live.caught_up_to
 
+    def execution_of_process(self, pid: int) -> str | None:
+        """The live execution whose child is `pid` or one of its ancestors (a caller that
+        runs under vigil: an agent calling vigil from inside its terminal), else None."""
+        children = {live.record.runtime.child_pid: eid for eid, live in self.live.items()
+                    if live.record.runtime is not None}
+        for _ in range(_ANCESTRY_DEPTH):
+            if pid in children:
+                return children[pid]
+            pid = parent_pid(pid)
+            if pid is None or pid <= 1:
+                return None
+        return None
+
     # --- control --------------------------------------------------------------------------
 
     async def connected(self, execution_id: str) -> Live:
@@ -501,6 +514,21 @@ def stored_screen(snap: ScreenSnapshot, now_ms: int) -> StoredScreen:
     return StoredScreen(snapshot=snap.revision, text=snap.text, rows=snap.rows, cols=snap.cols,
                         cursor_row=row, cursor_col=col, fidelity=snap.fidelity,
                         title=snap.title or None, captured_unix_ms=now_ms)
+
+
+#: How far up the process tree a caller is traced to an execution.
+_ANCESTRY_DEPTH = 64
+#: Field 4 of /proc/PID/stat (ppid); fields after comm start at field 3.
+_PPID_AFTER_COMM = 4 - 3
+
+
+def parent_pid(pid: int) -> int | None:
+    """The parent of `pid` (/proc), or None when it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return int(parse_stat(f.read())[1][_PPID_AFTER_COMM])
+    except (OSError, ValueError, IndexError):
+        return None
 
 
 def parse_signal(value: int | str) -> int:

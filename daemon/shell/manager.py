@@ -27,6 +27,7 @@ from vigil.protocol.keys import UnknownKey, key_bytes
 from vigil.daemon.settings import Settings
 from vigil.protocol.api.shell import BashCommandResult
 
+from ..runtime.lifecycle import LifecycleEvent
 from ..runtime.manager import RuntimeManager
 from ..rpc.scopes import Scopes, ThreadRecord
 from ..telemetry.phases import phase
@@ -252,7 +253,11 @@ class ShellManager:
             kind="shell_command", status="running", started_unix_ms=self.store.clock(),
             runtime=self.runtimes.live[session.shell_eid].record.runtime, generation=generation,
             rows=shell.rows, cols=shell.cols)
-        await trio.to_thread.run_sync(self.store.create_execution, record)
+        record = await trio.to_thread.run_sync(self.store.create_execution, record)
+        self.runtimes.bus.publish(LifecycleEvent(kind="started", scope=record.scope,
+                                                 execution_id=eid,
+                                                 at_unix_ms=record.observed_at_unix_ms,
+                                                 record=record))
         self.runtimes.ingest.set_fields(session.shell_eid, generation=generation)
         session.generation = generation
         session.cmd_eid = eid
@@ -338,6 +343,13 @@ class ShellManager:
             shell_execution_id=session.shell_eid,
             exit_code=None if status != "completed" else session.last_exit,
             cwd=session.cwd, output=text, output_truncated=truncated)
+
+    def running_command(self, shell_execution_id: str) -> str | None:
+        """The command running now in the shell `shell_execution_id`, if any."""
+        for session in self.sessions.values():
+            if session.shell_eid == shell_execution_id:
+                return session.cmd_eid
+        return None
 
     def _last_cmd(self, session: ShellSession) -> str | None:
         return session.last_cmd_eid

@@ -23,9 +23,9 @@ class CallUsage:
 
     __slots__ = ("log", "record", "tool", "action", "backend", "client", "principal_kind")
 
-    def __init__(self, log: UsageLog, tool: str, client: str, principal: str):
+    def __init__(self, log: UsageLog, tool: str, client: str, principal: str, call_id: str):
         self.log = log
-        self.record = CallRecord(f"{_ID_PREFIX}{next(_ids):08x}", log.emit)
+        self.record = CallRecord(call_id, log.emit)
         self.tool = tool
         self.action: str | None = None
         self.backend: str | None = None
@@ -69,6 +69,11 @@ class CallUsage:
 #: daemons, and no identifier of anything but the call (it only ties a call's events).
 _ID_PREFIX = f"{random.getrandbits(32):08x}"
 _ids = itertools.count(1)
+
+
+def new_call_id() -> str:
+    """A fresh `usage_call_id` (also the `tool_id` of the call's transcript events)."""
+    return f"{_ID_PREFIX}{next(_ids):08x}"
 
 
 def _now_ms() -> int:

@@ -76,6 +76,16 @@ class StoreHealth(msgspec.Struct, kw_only=True):
     failed_commits: int = 0
 
 
+class TranscriptStats(msgspec.Struct, kw_only=True):
+    """The transcript recorder: events written, live subscribers, events delivered to them
+    and dropped for them (a subscriber that did not keep up; the files are complete)."""
+
+    written: int
+    subscribers: int
+    delivered: int
+    dropped: int
+
+
 class StatusResult(msgspec.Struct, kw_only=True):
     """The daemon's identity, location, load and store health. `protocol` is the version
     negotiated on this connection."""
@@ -92,3 +102,5 @@ class StatusResult(msgspec.Struct, kw_only=True):
     open_fds: int
     tasks: int
     store: StoreHealth
+    #: Null when transcripts are off.
+    transcripts: TranscriptStats | None = None

@@ -169,7 +169,28 @@ def test_every_answer_validates_against_the_schema(recorder, home, workspace):
         r.agent(f"herdr/{action}", backend="herdr", action=action,
                 **({} if action == "list" else {"target": "writer"}), **extra)
 
+    # transcript: a page of the thread's events, then a follow's pushed events.
+    page = r.call("transcript", run_id=s.thread_id)
+    assert page["events"] and page["events"][0]["type"] == "run.started"
+    follow_one(r, home, workspace, done)
+
     assert expected_answers() - r.seen == set()
+
+
+def follow_one(r: Recorder, home, workspace, run_id: str) -> None:
+    """A follow of a completed run: its answer, then its end event."""
+    s = Session(home, workspace)
+    s.client.close()
+    s.client = home.client(encoding="json")
+    events = SCHEMA["methods"]["transcript"]["events"]
+    try:
+        r.check("transcript", None, s.call("transcript", run_id=run_id, follow=True))
+        event = s.client.next_event()
+        errors = list(validator(events).iter_errors(json.loads(json.dumps(event))))
+        assert not errors, errors[0].message
+        assert event["kind"] == "end" and event["run_id"] == run_id
+    finally:
+        s.close()
 
 
 def attach_one(r: Recorder, home, workspace) -> None:

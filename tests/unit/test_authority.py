@@ -10,7 +10,7 @@ import itertools
 import msgspec
 import pytest
 
-from vigil.daemon.methods import agent, daemon_info, execution, scope, shell, terminal
+from vigil.daemon.methods import agent, daemon_info, execution, scope, shell, terminal, transcript
 from vigil.daemon.rpc import authority
 from vigil.daemon.rpc.dispatch import Dispatcher
 from vigil.daemon.rpc.scopes import ThreadRecord
@@ -48,6 +48,7 @@ SAMPLES = {
     ("Agent", "read"): {**SCOPED, "action": "read", "target": EID},
     ("Agent", "wait"): {**SCOPED, "action": "wait", "target": EID},
     ("Agent", "prompt"): {**SCOPED, "action": "prompt", "target": EID, "prompt_id": "p", "text": "t"},
+    ("transcript", ""): {**SCOPED, "run_id": EID},
 }
 
 PROFILE_GRANTS = {"full": {"BashCommand", "Execution", "Agent"},
@@ -67,7 +68,7 @@ def spec_table(method: str, action: str, mode: str, profile: str, tools) -> bool
         return True
     if method == "Execution":
         return "Execution" in granted
-    if method in ("resolve", "screen", "attach"):
+    if method in ("resolve", "screen", "attach", "transcript"):
         return bool(granted & {"Execution", "Agent"})
     if method == "Agent":
         if action == "prompt":  # trusted BashCommand authority and wcgw mode
@@ -87,7 +88,8 @@ def routed_dispatcher() -> Dispatcher:
     """The daemon's routes, as main.py installs them (the services are never called here)."""
     d = Dispatcher(scopes=None)
     daemon_info.install(d, state=None, ingest=None)
-    scope.install(d, scopes=None)
+    scope.install(d, scopes=None, runtimes=None, shells=None, transcripts=None)
+    transcript.install(d, store=None, scopes=None, transcripts=None, settings=None)
     execution.install(d, store=None, runtimes=None, service=None, settings=None)
     terminal.install(d, store=None, runtimes=None, settings=None)
     shell.install(d, shells=None, runtimes=None, settings=None, store=None, service=None,

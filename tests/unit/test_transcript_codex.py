@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from vigil.daemon.transcript.events import (
+from vigil.protocol.transcript import (
     AgentSource, MessageAssistantPayload, MessageUserPayload, TextBlock, ThinkingBlock,
     ToolCallPayload, ToolResultBlock, ToolResultPayload, ToolUseBlock,
 )

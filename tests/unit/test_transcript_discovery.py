@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from vigil.daemon.settings import Settings
-from vigil.daemon.transcript.events import timestamp_from_unix_ms
+from vigil.protocol.transcript import timestamp_from_unix_ms
 from vigil.daemon.transcript.providers import Candidate, Rejected, find_session_log
 from vigil.daemon.transcript.providers.discovery import (
     claude_config_dir, claude_project_dirs, claude_project_slug, codex_home, codex_rollout_files,

@@ -9,7 +9,7 @@ import subprocess
 import msgspec
 import pytest
 
-from vigil.daemon.transcript.events import (
+from vigil.protocol.transcript import (
     EVENT_TYPES, PAYLOAD_TYPES, AgentSource, CallWorkflowCompletedPayload,
     CallWorkflowStartedPayload, CommandBlock, EventLineError, ExchangeEvent,
     MessageAssistantPayload, MessageUserPayload, RunCompletedPayload, RunStartedPayload,

@@ -10,7 +10,7 @@ import os
 import pytest
 
 from vigil.daemon.settings import Settings
-from vigil.daemon.transcript.events import TextBlock
+from vigil.protocol.transcript import TextBlock
 from vigil.daemon.transcript.providers import (
     Candidate, ClaudeNormalizer, LogFollower, LogReset, follow_log, normalizer_for,
 )

@@ -58,7 +58,7 @@ from typing import Any, Final
 
 import msgspec
 
-from vigil.daemon.transcript.events import (
+from vigil.protocol.transcript import (
     AGENT_EMITTED, Block, TextBlock, ThinkingBlock, ToolResultBlock, ToolUseBlock, utc_timestamp,
 )
 from vigil.daemon.transcript.providers.lines import CutLine

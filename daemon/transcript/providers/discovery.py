@@ -38,7 +38,7 @@ from typing import Literal, Mapping
 import msgspec
 
 from vigil.daemon.settings import DEFAULTS, Settings
-from vigil.daemon.transcript.events import timestamp_from_unix_ms, timestamp_to_unix_ms
+from vigil.protocol.transcript import timestamp_from_unix_ms, timestamp_to_unix_ms
 from vigil.daemon.transcript.providers.lines import LineFramer
 
 __all__ = [

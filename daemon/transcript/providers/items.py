@@ -13,7 +13,7 @@ from typing import Literal, Union
 
 import msgspec
 
-from vigil.daemon.transcript.events import (
+from vigil.protocol.transcript import (
     MessageAssistantPayload, MessageUserPayload, ToolCallPayload, ToolResultPayload,
 )
 

@@ -28,7 +28,7 @@ from typing import Any, ClassVar
 import msgspec
 
 from vigil.daemon.settings import DEFAULTS, Settings
-from vigil.daemon.transcript.events import (
+from vigil.protocol.transcript import (
     AGENT_EMITTED, AgentSource, Block, MessageAssistantPayload, MessageUserPayload,
     ToolCallPayload, ToolResultBlock, ToolResultPayload, ToolUseBlock,
 )

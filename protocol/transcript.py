@@ -1,9 +1,12 @@
 """The exchange transcript's vocabulary (seeds/003): one `ExchangeEvent` per JSONL line.
 
 A transcript file is `<state>/transcripts/<run_id>.jsonl`, one event a line, written by the
-recorder (disk first, then fan-out) and read back by `vigil transcript`, `jq`, the turn
-archives and anyone else. This module is the one place its shape is written down; the
-recorder, the agent-log normalizers (`providers/`) and the reader all build on it.
+daemon's recorder (disk first, then fan-out) and read back by `vigil transcript`, `jq`, the
+turn archives and anyone else; the `transcript` method carries the same events on the wire.
+This module is the one place its shape is written down (in the protocol package: it is a
+contract between the daemon, its clients and every tool that reads the files); the
+recorder, the agent-log normalizers (`daemon/transcript/providers/`) and the readers all
+build on it.
 
 The shape is chosen for the seed's `jq` queries, which are tests:
 
