@@ -125,9 +125,11 @@ async def serve(state: DaemonState, claim: rendezvous.Claim, ready_fd: int | Non
         async with trio.open_nursery() as nursery:
             await nursery.start(runtimes.run)
             await nursery.start(server.serve, claim.listener)
+            # Logged before readiness is told, so a starter that reads the log after READY
+            # finds this line there.
+            log.info("vigild %s listening on %s (pid %d)", VERSION, state.socket_path, os.getpid())
             systemd.notify("READY=1")
             _signal_ready(ready_fd, READY)
-            log.info("vigild %s listening on %s (pid %d)", VERSION, state.socket_path, os.getpid())
             async for signum in signals:
                 log.info("received %s, shutting down", signal.Signals(signum).name)
                 systemd.notify("STOPPING=1")

@@ -25,6 +25,12 @@ from vigil.protocol.settings import int_setting as _r
 class Settings(WireLimits, kw_only=True, forbid_unknown_fields=True, frozen=True):
     """All tunables: the wire limits plus the daemon's own."""
 
+    # --- the daemon's socket -------------------------------------------------------------
+    accept_capacity_pause_seconds: _f(
+        0.001, 10, "pause before retrying an accept that failed for lack of descriptors or "
+        "memory (EMFILE, ENFILE, ENOMEM, ENOBUFS; trio's serve_listeners: 0.1 s)"
+    ) = 0.1
+
     # --- guardian ---------------------------------------------------------------------------
     guardian_ring_bytes: _r(64 * KiB, 1024 * MiB, "guardian output ring (DESIGN: 4 MiB)") = 4 * MiB
     guardian_start_timeout_seconds: _f(0.1, 60, "time for a new guardian to say hello") = 10.0

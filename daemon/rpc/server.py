@@ -10,6 +10,7 @@ ends only that connection.
 
 from __future__ import annotations
 
+import errno
 import itertools
 import logging
 import os
@@ -37,6 +38,37 @@ _PEERCRED = struct.Struct("3i")
 RECEIVE_BYTES = 65536
 
 
+#: accept(2) errnos that mean "out of a resource that closing connections gives back"; the
+#: ones trio.serve_listeners retries too. Any other accept error is a bug and ends serving.
+ACCEPT_CAPACITY_ERRNOS = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOMEM, errno.ENOBUFS})
+
+
+async def accept_loop(listener: trio.abc.Listener, handle, pause_seconds: float) -> None:
+    """Accept connections for ever and pass each to `handle(stream)` (which must not block).
+
+    Out of descriptors or memory, accept fails until some connection closes: pause
+    `pause_seconds` and retry rather than spin, logging once when it starts and once when it
+    ends, not at every retry. Any other error propagates (trio's own serve_listeners rule).
+    """
+    failing = False
+    while True:
+        try:
+            stream = await listener.accept()
+        except OSError as exc:
+            if exc.errno not in ACCEPT_CAPACITY_ERRNOS:
+                raise
+            if not failing:
+                log.warning("accept failed for lack of resources (%s); retrying every %g s "
+                            "while the connections we have are served", exc, pause_seconds)
+                failing = True
+            await trio.sleep(pause_seconds)
+            continue
+        if failing:
+            log.warning("accepting connections again")
+            failing = False
+        handle(stream)
+
+
 def peer_credentials(sock: trio.socket.SocketType) -> Peer | None:
     try:
         raw = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, _PEERCRED.size)
@@ -56,15 +88,8 @@ class Server:
         trio_listener = trio.SocketListener(trio.socket.from_stdlib_socket(listener))
         async with trio.open_nursery() as nursery:
             task_status.started()
-            while True:
-                try:
-                    stream = await trio_listener.accept()
-                except OSError as exc:
-                    # EMFILE and friends: log and keep serving the connections we have.
-                    log.warning("accept failed: %s", exc)
-                    await trio.sleep(0.05)  # back off; the limit will not clear in a tight loop
-                    continue
-                nursery.start_soon(self._connection, stream)
+            await accept_loop(trio_listener, lambda stream: nursery.start_soon(self._connection, stream),
+                              self.state.settings.accept_capacity_pause_seconds)
 
     async def _connection(self, stream: trio.SocketStream) -> None:
         peer = peer_credentials(stream.socket)
@@ -78,9 +103,12 @@ class Server:
         self.state.connections += 1
         try:
             await self._serve_connection(stream, peer)
-        except (trio.BrokenResourceError, trio.ClosedResourceError):
-            pass
-        except Exception:
+        except* (trio.BrokenResourceError, trio.ClosedResourceError) as gone:
+            # The client went away (closed, reset) while we read or answered: its business,
+            # not an error of ours. They arrive wrapped in the connection nursery's group.
+            log.debug("connection %d: the client went away: %s", peer.connection_id,
+                      gone.exceptions[0])
+        except* Exception:
             log.exception("connection %d failed", peer.connection_id)
         finally:
             self.state.connections -= 1
