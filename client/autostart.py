@@ -27,10 +27,13 @@ def spawn_daemon(log_path: str | None = None) -> int:
     """Start a detached vigild; returns the read end of its readiness pipe."""
     import subprocess  # only on the autostart path: keeps `vigil ls` start-up lean
 
-    read_fd, write_fd = os.pipe2(os.O_CLOEXEC)
     log_path = log_path or os.fspath(paths.daemon_log_path())
     os.makedirs(os.path.dirname(log_path), mode=0o700, exist_ok=True)
-    log_fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o600)
+    try:
+        log_fd = paths.open_private_file(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND)
+    except paths.PrivateDirError as exc:
+        raise DaemonUnreachable(f"cannot start vigild: {exc.message}") from None
+    read_fd, write_fd = os.pipe2(os.O_CLOEXEC)
     try:
         subprocess.Popen(
             daemon_command() + ["--ready-fd", str(write_fd)],

@@ -9,6 +9,7 @@ with one clear line instead of half-starting. Readiness is announced last — to
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
 import os
 import signal
@@ -137,6 +138,18 @@ async def serve(state: DaemonState, claim: rendezvous.Claim, ready_fd: int | Non
             nursery.cancel_scope.cancel()
 
 
+def _refused(ready_fd: int | None, exc: rendezvous.RendezvousError) -> int:
+    """Tell the log and the starter why we do not take the daemon's place; the exit status.
+    Another daemon already in place is no error for a starter (it connects to that one)."""
+    if isinstance(exc, rendezvous.AlreadyRunning):
+        log.info("%s", exc)
+        _signal_ready(ready_fd, EXISTS)
+        return 0 if ready_fd is not None else 1
+    log.error("%s", exc)
+    _signal_ready(ready_fd, b"ERROR " + str(exc).encode() + b"\n")
+    return 1
+
+
 def limit_malloc_arenas(arenas: int = 2) -> None:
     """Cap glibc's malloc arenas. Store reads and writes run in trio worker threads, and
     glibc gives each thread its own arena (up to 8 per core): under 50 clients the daemon's
@@ -175,38 +188,25 @@ def main(argv: list[str] | None = None) -> int:
     else:
         socket_path = Path(paths.socket_path())
     lock_path = socket_path.with_name(socket_path.name + ".lock")
-    try:
-        claim = rendezvous.claim(socket_path, lock_path, activated[0] if activated else None)
-    except rendezvous.AlreadyRunning as exc:
-        log.info("%s", exc)
-        _signal_ready(ready_fd, EXISTS)
-        return 0 if ready_fd is not None else 1
-    except rendezvous.RendezvousError as exc:
-        log.error("%s", exc)
-        _signal_ready(ready_fd, b"ERROR " + str(exc).encode() + b"\n")
-        return 1
     state_dir = Path(paths.state_dir())
-    try:
-        rendezvous.ensure_private_dir(state_dir)
-    except rendezvous.RendezvousError as exc:
-        log.error("%s", exc)
-        claim.release()
-        _signal_ready(ready_fd, b"ERROR " + str(exc).encode() + b"\n")
-        return 1
-    try:
-        store = Store.open(state_dir / "store", settings)
-    except VigilError as exc:
-        log.error("cannot open the store: %s", exc.message)
-        claim.release()
-        _signal_ready(ready_fd, b"ERROR " + exc.message.encode() + b"\n")
-        return 1
-    state = DaemonState(settings=settings, socket_path=socket_path, state_dir=state_dir,
-                        socket_activated=bool(activated))
-    try:
+    with contextlib.ExitStack() as held:  # released in reverse order, however we leave
+        try:
+            # The state dir first: a daemon that may not own the store never touches the socket.
+            held.callback(os.close, rendezvous.lock_state_dir(state_dir, socket_path))
+            claim = rendezvous.claim(socket_path, lock_path, activated[0] if activated else None)
+            held.callback(claim.release)
+        except rendezvous.RendezvousError as exc:
+            return _refused(ready_fd, exc)
+        try:
+            store = Store.open(state_dir / "store", settings)
+        except VigilError as exc:
+            log.error("cannot open the store: %s", exc.message)
+            _signal_ready(ready_fd, b"ERROR " + exc.message.encode() + b"\n")
+            return 1
+        held.callback(store.close)
+        state = DaemonState(settings=settings, socket_path=socket_path, state_dir=state_dir,
+                            socket_activated=bool(activated))
         trio.run(serve, state, claim, ready_fd, store)
-    finally:
-        claim.release()
-        store.close()
     log.info("vigild stopped")
     return 0
 

@@ -25,7 +25,7 @@ import sys
 import time
 
 from vigil.protocol.errors import ErrorCode
-from vigil.protocol.paths import PrivateDirError, check_private_dir
+from vigil.protocol.paths import PrivateDirError, check_private_dir, open_private_file
 from vigil.protocol.frames import FrameDecoder
 from vigil.daemon.settings import Settings
 
@@ -92,10 +92,13 @@ def _start(command: list[str], spec_body: bytes, stderr_path: str | None, deadli
     """Run `command` (which ends in the guardian with --ready-fd), feed it the spec, wait for
     readiness. Returns the result, or None if the process ended without a word (for example
     systemd-run refusing to start a scope)."""
-    ready_r, ready_w = os.pipe()
     stderr = subprocess.DEVNULL
     if stderr_path is not None:
-        stderr = os.open(stderr_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o600)
+        try:
+            stderr = open_private_file(stderr_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND)
+        except PrivateDirError as exc:
+            raise GuardianLaunchError(ErrorCode.FORBIDDEN, exc.message) from None
+    ready_r, ready_w = os.pipe()
     try:
         proc = subprocess.Popen(
             command + ["--ready-fd", str(ready_w)],

@@ -1,8 +1,9 @@
 """Claiming the daemon's place: the private runtime dir, the single-instance lock, the socket.
 
 Rules (DESIGN.md, Rules that hold everywhere): the runtime dir is 0700 and ours, checked for
-owner and mode; the socket is bound under umask 0o177; one daemon per socket path, decided
-by `flock` on a lock file beside the socket; a stale socket (ECONNREFUSED) is replaced, a live
+owner and mode; the socket is bound under umask 0o177; one daemon per state directory and
+one per socket path, each decided by `flock` on a lock file (in the state dir, beside the
+socket) opened without following links; a stale socket (ECONNREFUSED) is replaced, a live
 one is never stolen; on exit the socket path is unlinked only if its inode is still ours.
 """
 
@@ -15,7 +16,7 @@ import socket
 from dataclasses import dataclass
 from pathlib import Path
 
-from vigil.protocol.paths import SOCKET_PATH_MAX, PrivateDirError, check_private_dir
+from vigil.protocol.paths import SOCKET_PATH_MAX, PrivateDirError, check_private_dir, open_private_file
 
 
 class RendezvousError(RuntimeError):
@@ -62,18 +63,83 @@ class Claim:
             os.close(self.lock_fd)
 
 
-def acquire_lock(lock_path: Path) -> int:
-    """Take the single-instance lock or raise AlreadyRunning (with the holder's pid)."""
-    fd = os.open(lock_path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+class LockHeld(Exception):
+    """Another process holds the lock; `pid` and `socket` are what it wrote in the file
+    (empty while it is between taking the lock and writing them)."""
+
+    def __init__(self, pid: str, socket: str):
+        super().__init__(pid)
+        self.pid = pid
+        self.socket = socket
+
+
+def take_lock(lock_path: Path, socket_path: Path) -> int:
+    """Take an exclusive `flock` on `lock_path` for as long as the returned fd stays open,
+    and write our pid and socket path in it for whoever finds it taken.
+
+    The file is opened without following a link and must be a regular file of ours
+    (`open_private_file`): a link planted there must not get our pid written to its target.
+
+    Raises:
+        LockHeld: another process holds it.
+        RendezvousError: the path is a link, not a regular file, not ours, or unopenable.
+    """
+    path = os.fspath(lock_path)
+    writable = True
+    try:
+        fd = open_private_file(path, os.O_RDWR | os.O_CREAT)
+    except PrivateDirError as exc:
+        if exc.errno not in (errno.EACCES, errno.EPERM, errno.EROFS):
+            raise RendezvousError(exc.message) from None
+        # A read-only state dir (a remounted disk, a restored backup): flock needs no write
+        # access, so the lock still decides; only our pid cannot be written in it.
+        try:
+            fd = open_private_file(path, os.O_RDONLY)
+        except PrivateDirError:
+            raise RendezvousError(exc.message) from None
+        writable = False
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
-        holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "?"
+        lines = os.pread(fd, 4096, 0).decode(errors="replace").split("\n")
         os.close(fd)
-        raise AlreadyRunning(f"vigild is already running (pid {holder}) for this socket") from None
-    os.ftruncate(fd, 0)
-    os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        raise LockHeld(lines[0].strip(), lines[1].strip() if len(lines) > 1 else "") from None
+    if writable:
+        # Write, then cut: a reader sees the old holder's lines or ours, never an empty file.
+        line = f"{os.getpid()}\n{socket_path}\n".encode()
+        os.pwrite(fd, line, 0)
+        os.ftruncate(fd, len(line))
     return fd
+
+
+#: The state directory's lock file: held by the one daemon that may write the store.
+STATE_LOCK_NAME = "vigild.lock"
+
+
+def lock_state_dir(state_dir: Path, socket_path: Path) -> int:
+    """Make `state_dir` private and hold its lock for the daemon's life (returns the fd).
+
+    Two daemons on one store would each settle the other's executions as lost and fight over
+    every record, so a second one must not start — whatever socket it serves. When the
+    holder serves our very socket, it is simply the running daemon (AlreadyRunning, which an
+    autostarting CLI treats as "connect to it"), as it is when it has not written its socket
+    yet (it is starting).
+
+    Raises:
+        AlreadyRunning: the holder serves `socket_path` (or is still starting).
+        RendezvousError: the holder serves another socket, or the dir or file is unsafe.
+    """
+    ensure_private_dir(state_dir)
+    try:
+        return take_lock(state_dir / STATE_LOCK_NAME, socket_path)
+    except LockHeld as held:
+        if not held.socket or held.socket == os.fspath(socket_path):
+            raise AlreadyRunning(f"vigild is already running (pid {held.pid or '?'}) for this "
+                                 "socket") from None
+        raise RendezvousError(
+            f"the state directory {state_dir} is in use by vigild pid {held.pid} (serving "
+            f"{held.socket}); two daemons on one state would overwrite each other's history: "
+            "stop that one, or give this one its own VIGIL_STATE_DIR") from None
 
 
 def _is_live(path: Path) -> bool:
@@ -101,7 +167,11 @@ def claim(socket_path: Path, lock_path: Path, activated: socket.socket | None = 
             f"socket path {socket_path} is {len(os.fsencode(socket_path))} bytes; "
             f"Unix socket paths must be at most {SOCKET_PATH_MAX} (set VIGIL_SOCKET shorter)")
     ensure_private_dir(socket_path.parent)
-    lock_fd = acquire_lock(lock_path)
+    try:
+        lock_fd = take_lock(lock_path, socket_path)
+    except LockHeld as held:
+        raise AlreadyRunning(f"vigild is already running (pid {held.pid or '?'}) for this "
+                             "socket") from None
     try:
         if activated is not None:
             activated.setblocking(False)

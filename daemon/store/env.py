@@ -28,6 +28,7 @@ from typing import Callable, Iterator, TypeVar
 import lmdb
 
 from vigil.daemon.settings import Settings
+from vigil.protocol.paths import PrivateDirError, open_private_file
 
 from .errors import StoreError
 
@@ -52,6 +53,9 @@ _FULL_TEXTS = ("No space left", "File too large", "Disk quota", "Input/output er
 _READONLY_ERRNOS = {errno.EACCES, errno.EPERM, errno.EROFS}
 
 U64 = struct.Struct(">Q")
+
+#: The files LMDB keeps in the store directory (subdir=True).
+ENV_FILES = ("data.mdb", "lock.mdb")
 
 
 class _Gate:
@@ -143,7 +147,7 @@ class LmdbEnv:
 
     def _prepare_dir(self) -> None:
         path = self.path
-        if path.exists() and not path.is_dir():
+        if path.is_symlink() or (path.exists() and not path.is_dir()):
             raise StoreError(f"{path} is not a directory, so it is not a vigil store; move it away")
         try:
             path.mkdir(mode=0o700, parents=True, exist_ok=True)
@@ -157,6 +161,15 @@ class LmdbEnv:
                 os.chmod(path, 0o700)  # ours, but too open: private by construction
             except OSError as exc:
                 raise StoreError(f"cannot make {path} private (0700): {exc.strerror}") from exc
+        # LMDB opens its two files itself, following links: check them first. The directory
+        # is ours and 0700, so nobody else can swap a file in between.
+        for name in ENV_FILES:
+            file = os.path.join(path, name)
+            if os.path.lexists(file):
+                try:
+                    os.close(open_private_file(file, os.O_RDONLY))
+                except PrivateDirError as exc:
+                    raise StoreError(exc.message) from None
 
     def _open_env(self) -> lmdb.Environment:
         s = self.settings
