@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import faulthandler
 import logging
 import os
 import signal
@@ -171,6 +172,10 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     limit_malloc_arenas()
     logs.setup()
+    # A fatal signal (SIGBUS from a store file cut short under us, SIGSEGV) would otherwise
+    # end the daemon without a line: this dumps "Fatal Python error" and the stacks to
+    # stderr, which is the log (the autostarting CLI shows that line).
+    faulthandler.enable()
     ready_fd = args.ready_fd
     if ready_fd is not None:
         os.set_inheritable(ready_fd, False)

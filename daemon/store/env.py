@@ -31,6 +31,7 @@ from vigil.daemon.settings import Settings
 from vigil.protocol.paths import PrivateDirError, open_private_file
 
 from .errors import StoreError
+from .integrity import DataFileDamaged, NotAnLmdbFile, check_data_file
 
 T = TypeVar("T")
 
@@ -135,10 +136,15 @@ class LmdbEnv:
         self._gate = _Gate()
         self._write_lock = threading.Lock()
         self._prepare_dir()
+        self._check_data_file()
         self.env = self._open_env()
         try:
             self.dbs = self._open_dbs()
             self._read_meta()
+        except lmdb.Error as exc:
+            # Damage the start-up check cannot see (it reads roots, not every page).
+            self.env.close()
+            raise StoreError(self._damaged(f"LMDB reports {exc}")) from exc
         except BaseException:
             self.env.close()
             raise
@@ -170,6 +176,28 @@ class LmdbEnv:
                     os.close(open_private_file(file, os.O_RDONLY))
                 except PrivateDirError as exc:
                     raise StoreError(exc.message) from None
+
+    def _damaged(self, what: str) -> str:
+        file = self.path / "data.mdb"
+        return (f"the vigil store file {file} is damaged: {what}; vigil left it untouched and "
+                f"will not start on it: move the store aside (mv {self.path} {self.path}.damaged) "
+                "to start with an empty one, or restore it from a backup")
+
+    def _check_data_file(self) -> None:
+        """Refuse a damaged data.mdb before LMDB maps it (integrity.py says how and why)."""
+        file = self.path / "data.mdb"
+        if not file.exists():
+            return  # a new store
+        try:
+            check_data_file(str(file))
+        except NotAnLmdbFile as exc:
+            raise StoreError(
+                f"{self.path} holds a file that is not a vigil store ({exc}); it was left "
+                "untouched: move it away or point VIGIL_STATE_DIR elsewhere") from None
+        except DataFileDamaged as exc:
+            raise StoreError(self._damaged(str(exc))) from None
+        except OSError as exc:
+            raise StoreError(f"cannot read the vigil store file {file}: {exc.strerror}") from None
 
     def _open_env(self) -> lmdb.Environment:
         s = self.settings

@@ -10,31 +10,14 @@ a link planted at one of them is refused and its target left untouched."""
 
 import os
 import signal
-import subprocess
-import sys
 
 import pytest
 
-from tests.support.daemon import processes_with_env, wait_for
+from tests.support.daemon import processes_with_env, start_once, wait_for
 from tests.support.executions import (  # noqa: F401  (fixtures)
     Session,
     workspace,
 )
-
-
-def start_once(home, env: dict) -> tuple[bytes, subprocess.CompletedProcess]:
-    """Run a daemon with a readiness pipe; returns (what it wrote there, the ended process)."""
-    read_fd, write_fd = os.pipe2(os.O_CLOEXEC)
-    proc = subprocess.Popen([sys.executable, "-m", "vigil.daemon", "--ready-fd", str(write_fd)],
-                            env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, pass_fds=(write_fd,), text=True)
-    os.close(write_fd)
-    try:
-        out, err = proc.communicate(timeout=15)
-        answer = os.read(read_fd, 4096)
-    finally:
-        os.close(read_fd)
-    return answer, subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
 
 
 def second_runtime(home) -> dict:
@@ -52,7 +35,7 @@ def test_second_daemon_on_the_same_state_refuses_and_names_the_holder(home, daem
     s = Session(home, workspace)
     done = s.run(argv=["sh", "-c", "exit 7"])["execution_id"]
     assert s.wait_exit(done)["exit_code"] == 7
-    answer, proc = start_once(home, second_runtime(home))
+    answer, proc = start_once(second_runtime(home))
     assert proc.returncode == 1
     assert answer == f"ERROR {in_use_message(home, daemon.pid)}\n".encode()
     assert in_use_message(home, daemon.pid) in proc.stderr
@@ -80,7 +63,7 @@ def test_cli_that_autostarted_the_second_daemon_shows_why(home, daemon):
 
 
 def test_same_socket_and_state_is_already_running(home, daemon):
-    answer, proc = start_once(home, home.env)
+    answer, proc = start_once(home.env)
     assert answer == b"EXISTS\n" and proc.returncode == 0
     assert f"vigild is already running (pid {daemon.pid}) for this socket" in proc.stderr
 
@@ -108,7 +91,7 @@ def test_planted_symlink_is_refused_and_its_target_untouched(home, where):
             "data.mdb": home.state / "store" / "data.mdb",
             "lock.mdb": home.state / "store" / "lock.mdb"}[where]
     plant(home, path, target)
-    answer, proc = start_once(home, home.env)
+    answer, proc = start_once(home.env)
     message = (f"refusing {path}: it is a symbolic link; vigil opens its own files only "
                f"(remove it)")
     assert answer == f"ERROR {message}\n".encode(), answer
@@ -123,7 +106,7 @@ def test_lock_file_of_another_user_is_refused(home):
     lock.parent.mkdir(mode=0o700)
     lock.write_bytes(b"")
     os.chown(lock, 65534, 65534)
-    answer, proc = start_once(home, home.env)
+    answer, proc = start_once(home.env)
     assert answer == (f"ERROR refusing {lock}: owned by uid 65534, not by uid 0 "
                       f"(remove it)\n").encode()
     assert proc.returncode == 1
@@ -133,7 +116,7 @@ def test_fifo_in_place_of_the_socket_lock_is_refused(home):
     lock = home.socket.with_name("vigil.sock.lock")
     lock.parent.mkdir(mode=0o700)
     os.mkfifo(lock, 0o600)
-    answer, proc = start_once(home, home.env)
+    answer, proc = start_once(home.env)
     assert answer == f"ERROR refusing {lock}: it is not a regular file (remove it)\n".encode()
     assert proc.returncode == 1
 
