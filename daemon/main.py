@@ -20,7 +20,7 @@ from pathlib import Path
 import trio
 
 from vigil.protocol import paths
-from vigil.daemon.settings import SettingsError, load_settings
+from vigil.daemon.settings import Settings, SettingsError, load_settings
 from vigil.protocol.version import VERSION
 
 import msgspec
@@ -64,7 +64,7 @@ def _signal_ready(fd: int | None, message: bytes) -> None:
         os.close(fd)
 
 
-def load_scopes(store: Store) -> Scopes:
+def load_scopes(store: Store, settings: Settings) -> Scopes:
     decoder = msgspec.msgpack.Decoder(ThreadRecord)
     encoder = msgspec.msgpack.Encoder()
     threads = []
@@ -77,14 +77,14 @@ def load_scopes(store: Store) -> Scopes:
     def save(thread: ThreadRecord) -> None:
         store.put_thread(thread.thread_id, encoder.encode(thread))
 
-    return Scopes(threads, save, store.clock)
+    return Scopes(threads, save, store.delete_thread, store.clock, settings)
 
 
 async def serve(state: DaemonState, claim: rendezvous.Claim, ready_fd: int | None,
                 store: Store) -> None:
     settings = state.settings
     bus = LifecycleBus()
-    scopes = load_scopes(store)
+    scopes = load_scopes(store, settings)
     runtimes = RuntimeManager(store, settings, bus, guardian_dir=paths.guardian_dir(),
                               log_dir=str(state.state_dir))
     shells = ShellManager(scopes, store, runtimes, settings,

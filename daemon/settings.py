@@ -31,6 +31,16 @@ class Settings(WireLimits, kw_only=True, forbid_unknown_fields=True, frozen=True
         "memory (EMFILE, ENFILE, ENOMEM, ENOBUFS; trio's serve_listeners: 0.1 s)"
     ) = 0.1
 
+    # --- threads (Initialize) ----------------------------------------------------------------
+    threads_per_principal_max: _r(
+        1, 1_000_000, "threads one principal may hold; a new one past it is refused with "
+        "limit_exceeded (ours: 1024)"
+    ) = 1024
+    thread_idle_expiry_seconds: _f(
+        1, 10 * 365 * 86400.0, "a thread no call used for this long is forgotten and answered "
+        "like one that never existed (ours: 30 days)"
+    ) = 30 * 86400.0
+
     # --- guardian ---------------------------------------------------------------------------
     guardian_ring_bytes: _r(64 * KiB, 1024 * MiB, "guardian output ring (DESIGN: 4 MiB)") = 4 * MiB
     guardian_start_timeout_seconds: _f(0.1, 60, "time for a new guardian to say hello") = 10.0
