@@ -29,6 +29,7 @@ from vigil.daemon.store import Store
 from vigil.protocol.errors import VigilError
 
 from .process import logs, rendezvous, systemd
+from .process.keeper import keep_reachable
 from .rpc import authority
 from .rpc.dispatch import Dispatcher
 from .runtime.lifecycle import LifecycleBus
@@ -127,6 +128,9 @@ async def serve(state: DaemonState, claim: rendezvous.Claim, ready_fd: int | Non
         async with trio.open_nursery() as nursery:
             await nursery.start(runtimes.run)
             await nursery.start(server.serve, claim.listener)
+            await nursery.start(keep_reachable, claim, server.adopt,
+                                settings.runtime_dir_settle_seconds,
+                                settings.runtime_dir_retry_seconds)
             # Logged before readiness is told, so a starter that reads the log after READY
             # finds this line there.
             log.info("vigild %s listening on %s (pid %d)", VERSION, state.socket_path, os.getpid())

@@ -30,6 +30,13 @@ class Settings(WireLimits, kw_only=True, forbid_unknown_fields=True, frozen=True
         0.001, 10, "pause before retrying an accept that failed for lack of descriptors or "
         "memory (EMFILE, ENFILE, ENOMEM, ENOBUFS; trio's serve_listeners: 0.1 s)"
     ) = 0.1
+    runtime_dir_settle_seconds: _f(
+        0.001, 10, "after the runtime dir, socket or lock file is deleted, wait this long "
+        "without further deletions before recreating them, so an `rm -rf` can finish (ours: 0.1 s)"
+    ) = 0.1
+    runtime_dir_retry_seconds: _f(
+        0.1, 3600, "retry interval when the runtime dir cannot be recreated (ours: 5 s)"
+    ) = 5.0
 
     # --- threads (Initialize) ----------------------------------------------------------------
     threads_per_principal_max: _r(

@@ -83,10 +83,22 @@ def check_private_dir(path: str, *, create: bool = True) -> None:
     import stat
 
     if create:
-        try:
-            os.makedirs(path, mode=0o700, exist_ok=True)
-        except OSError as exc:
-            raise PrivateDirError("missing", f"cannot create {path}: {exc.strerror}") from None
+        # Every level it creates is 0700, not only the last (os.makedirs gives the parents
+        # the umask's mode): a guardian recreating `<runtime>/guardians/records` after an
+        # `rm -rf <runtime>` must not leave a runtime dir the daemon then refuses as open.
+        missing = []
+        parent = os.path.abspath(path)
+        while not os.path.lexists(parent):
+            missing.append(parent)
+            parent = os.path.dirname(parent)
+        for level in reversed(missing):
+            try:
+                os.mkdir(level, 0o700)
+            except FileExistsError:
+                pass  # created meanwhile (the daemon and a guardian may race): checked below
+            except OSError as exc:
+                raise PrivateDirError("missing", f"cannot create {path}: {exc.strerror}",
+                                      exc.errno) from None
     try:
         st = os.lstat(path)
     except OSError as exc:

@@ -35,6 +35,7 @@ import selectors
 import signal
 import socket
 import struct
+import sys
 import time
 
 from vigil.protocol.errors import ErrorCode, ProtocolError
@@ -280,7 +281,12 @@ class Guardian:
             if self.linger_deadline is None:
                 self.linger_deadline = time.monotonic() + self.spec.exit_linger_seconds
             if time.monotonic() >= self.linger_deadline:
-                self.done = True
+                if self.records_acked is None and not self._write_records():
+                    # Nobody took the exit and it is on no disk: leaving now would lose it.
+                    # Keep it, try again after another linger period.
+                    self.linger_deadline = time.monotonic() + max(self.spec.exit_linger_seconds, 1.0)
+                else:
+                    self.done = True
         if self.master is not None:
             want = selectors.EVENT_READ | (selectors.EVENT_WRITE if self.pending_input else 0)
             if self.pty_eof:
@@ -396,7 +402,9 @@ class Guardian:
         self.drain_deadline = None
         self._write_records()
 
-    def _write_records(self) -> None:
+    def _write_records(self) -> bool:
+        """Write the exit and tail records; False when they could not be written (the
+        guardian then keeps its exit to tell a daemon over the connection)."""
         ring = self.ring
         start = max(self.acked, ring.start)
         tail = None
@@ -408,8 +416,17 @@ class Guardian:
                 data=ring.read(start, ring.end - start),
                 gap=wire.Gap(start=self.acked, end=ring.start) if self.acked < ring.start else None,
             )
-        records.write_exit_records(self.spec.records_dir, self.identity, self.status, ring.end, tail)
+        try:
+            # The dir may have been deleted under us (rm -rf of the runtime dir): recreate it.
+            check_private_dir(self.spec.records_dir)
+            records.write_exit_records(self.spec.records_dir, self.identity, self.status, ring.end, tail)
+        except (OSError, PrivateDirError) as exc:
+            print(f"guardian {self.spec.runtime_id}: cannot write the exit records: {exc}; the "
+                  "exit is kept for the daemon", file=sys.stderr, flush=True)
+            self.records_acked = None
+            return False
         self.records_acked = self.acked
+        return True
 
     # --- daemon connection ---------------------------------------------------------------
 
@@ -443,6 +460,33 @@ class Guardian:
         conn.sock.close()
         if self.final and self.records_acked != self.acked and not self.done:
             self._write_records()  # the daemon acknowledged more since: shrink the tail
+        if not self.done:
+            self._rebind_if_gone()
+
+    def _rebind_if_gone(self) -> None:
+        """Bind our socket path again if it was deleted (rm -rf of the runtime dir): the
+        daemon that just went away, or the next one, must be able to find us. Checked when a
+        daemon connection ends, the one moment a daemon will look for the path."""
+        path = self.spec.socket_path
+        try:
+            st = os.lstat(path)
+            if (st.st_dev, st.st_ino) == self._socket_inode:
+                return
+        except FileNotFoundError:
+            pass
+        old = self.listener
+        try:
+            check_private_dir(os.path.dirname(os.path.abspath(path)))
+            if os.path.lexists(path):
+                return  # something else holds the path now: never steal it
+            self._listen()
+        except (OSError, PrivateDirError, GuardianSetupError) as exc:
+            print(f"guardian {self.spec.runtime_id}: cannot bind {path} again: {exc}",
+                  file=sys.stderr, flush=True)
+            return
+        self.sel.unregister(old)
+        old.close()
+        self.sel.register(self.listener, selectors.EVENT_READ, self._on_accept)
 
     def _on_conn(self, events: int) -> None:
         conn = self.conn

@@ -41,19 +41,28 @@ def ensure_private_dir(path: Path) -> None:
 
 @dataclass
 class Claim:
-    """What the daemon holds while it runs; `release()` gives it back."""
+    """What the daemon holds while it runs; `release()` gives it back.
+
+    The runtime dir can be deleted under a running daemon (`rm -rf $XDG_RUNTIME_DIR/vigil`,
+    a tmpfs cleaner): the open listener and lock survive, but nobody can find them by path
+    any more, and the next CLI would start a second daemon. `intact()` says whether the
+    paths are still ours; `restore()` takes them back (process/keeper.py calls them).
+    """
 
     socket_path: Path
+    lock_path: Path
     listener: socket.socket
     lock_fd: int
+    #: False for a socket systemd bound (socket activation): never unlinked by us.
     owns_path: bool
-    inode: tuple[int, int] | None
+    #: (st_dev, st_ino) of the socket path as we last knew it.
+    inode: tuple[int, int]
 
     def release(self) -> None:
         try:
             self.listener.close()
         finally:
-            if self.owns_path and self.inode is not None:
+            if self.owns_path:
                 try:
                     st = os.lstat(self.socket_path)
                     if (st.st_dev, st.st_ino) == self.inode:
@@ -61,6 +70,50 @@ class Claim:
                 except FileNotFoundError:
                     pass
             os.close(self.lock_fd)
+
+    def intact(self) -> bool:
+        """Whether the lock file and (for a socket we bound) the socket path are still ours."""
+        held = os.fstat(self.lock_fd)
+        if not _same_inode(self.lock_path, (held.st_dev, held.st_ino)):
+            return False
+        return _same_inode(self.socket_path, self.inode)
+
+    def restore(self) -> socket.socket | None:
+        """Recreate what went missing: the private dir, the lock file (locked anew, the old
+        fd closed), the socket. Returns the new listener when the socket was bound again (the
+        caller serves it and closes the old one), else None.
+
+        Raises:
+            RendezvousError: the dir cannot be made private, or another daemon took the lock
+                or the socket meanwhile (then this one stays reachable only by the
+                connections it has).
+        """
+        ensure_private_dir(self.socket_path.parent)
+        held = os.fstat(self.lock_fd)
+        if not _same_inode(self.lock_path, (held.st_dev, held.st_ino)):
+            try:
+                fd = take_lock(self.lock_path, self.socket_path)
+            except LockHeld as other:
+                raise RendezvousError(
+                    f"vigild pid {other.pid or '?'} took {self.lock_path} after it was deleted; "
+                    f"this daemon (pid {os.getpid()}) can no longer be reached at "
+                    f"{self.socket_path}") from None
+            os.close(self.lock_fd)
+            self.lock_fd = fd
+        if _same_inode(self.socket_path, self.inode):
+            return None
+        listener, self.inode = _bind(self.socket_path, self.lock_path)
+        self.listener = listener
+        self.owns_path = True
+        return listener
+
+
+def _same_inode(path: Path, inode: tuple[int, int]) -> bool:
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return False
+    return (st.st_dev, st.st_ino) == inode
 
 
 class LockHeld(Exception):
@@ -175,23 +228,35 @@ def claim(socket_path: Path, lock_path: Path, activated: socket.socket | None = 
     try:
         if activated is not None:
             activated.setblocking(False)
-            return Claim(socket_path, activated, lock_fd, owns_path=False, inode=None)
-        if os.path.lexists(socket_path):
-            if _is_live(socket_path):
-                raise RendezvousError(
-                    f"{socket_path} is served by a process that does not hold {lock_path}; "
-                    "refusing to steal it")
-            os.unlink(socket_path)  # stale: left by a daemon that died without cleaning up
-        listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM | socket.SOCK_CLOEXEC)
-        old_umask = os.umask(0o177)
-        try:
-            listener.bind(str(socket_path))
-        finally:
-            os.umask(old_umask)
-        listener.listen(512)
-        listener.setblocking(False)
-        st = os.lstat(socket_path)
-        return Claim(socket_path, listener, lock_fd, owns_path=True, inode=(st.st_dev, st.st_ino))
+            st = os.lstat(socket_path)  # systemd's path: never unlinked by us, but watched
+            return Claim(socket_path, lock_path, activated, lock_fd, owns_path=False,
+                         inode=(st.st_dev, st.st_ino))
+        listener, inode = _bind(socket_path, lock_path)
+        return Claim(socket_path, lock_path, listener, lock_fd, owns_path=True, inode=inode)
     except BaseException:
         os.close(lock_fd)
         raise
+
+
+def _bind(socket_path: Path, lock_path: Path) -> tuple[socket.socket, tuple[int, int]]:
+    """A listening socket at `socket_path` (replacing a stale one, never a live one), bound
+    under umask 0o177; returns it with the inode it was bound at. Call holding the lock."""
+    if os.path.lexists(socket_path):
+        if _is_live(socket_path):
+            raise RendezvousError(
+                f"{socket_path} is served by a process that does not hold {lock_path}; "
+                "refusing to steal it")
+        os.unlink(socket_path)  # stale: left by a daemon that died without cleaning up
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM | socket.SOCK_CLOEXEC)
+    old_umask = os.umask(0o177)
+    try:
+        listener.bind(str(socket_path))
+    except BaseException:
+        listener.close()
+        raise
+    finally:
+        os.umask(old_umask)
+    listener.listen(512)
+    listener.setblocking(False)
+    st = os.lstat(socket_path)
+    return listener, (st.st_dev, st.st_ino)

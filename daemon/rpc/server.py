@@ -83,13 +83,35 @@ class Server:
         self.state = state
         self.dispatcher = dispatcher
         self._ids = itertools.count(1)
+        self._nursery: trio.Nursery | None = None
+        self._listener: trio.SocketListener | None = None
 
     async def serve(self, listener: socket.socket, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
-        trio_listener = trio.SocketListener(trio.socket.from_stdlib_socket(listener))
         async with trio.open_nursery() as nursery:
+            self._nursery = nursery
+            self._listen(listener)
             task_status.started()
-            await accept_loop(trio_listener, lambda stream: nursery.start_soon(self._connection, stream),
-                              self.state.settings.accept_capacity_pause_seconds)
+
+    def _listen(self, listener: socket.socket) -> None:
+        trio_listener = trio.SocketListener(trio.socket.from_stdlib_socket(listener))
+        self._listener = trio_listener
+
+        async def accept() -> None:
+            try:
+                await accept_loop(trio_listener,
+                                  lambda stream: self._nursery.start_soon(self._connection, stream),
+                                  self.state.settings.accept_capacity_pause_seconds)
+            except trio.ClosedResourceError:
+                pass  # retired by adopt(): a new listener took over
+
+        self._nursery.start_soon(accept)
+
+    async def adopt(self, listener: socket.socket) -> None:
+        """Serve `listener` (bound anew after the old path was deleted) and close the old
+        one; connections already accepted on the old one go on."""
+        old = self._listener
+        self._listen(listener)
+        await old.aclose()
 
     async def _connection(self, stream: trio.SocketStream) -> None:
         peer = peer_credentials(stream.socket)
