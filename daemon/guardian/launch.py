@@ -34,7 +34,15 @@ from .errors import GuardianLaunchError
 
 log = logging.getLogger("vigil.daemon.guardian")
 
-GUARDIAN_MODULE = "vigil.daemon.guardian"
+def guardian_command() -> list[str]:
+    """How to run a guardian: this interpreter, bare (`-I -S`), through boot.py, which is told
+    where vigil's two packages are (boot.py says why)."""
+    import vigil.daemon
+    import vigil.protocol
+
+    boot = os.path.join(os.path.dirname(os.path.abspath(__file__)), "boot.py")
+    return [sys.executable, "-I", "-S", boot, list(vigil.daemon.__path__)[0],
+            list(vigil.protocol.__path__)[0]]
 
 
 def make_launch_spec(
@@ -172,7 +180,7 @@ def launch_guardian(
     ensure_private_dir(spec.records_dir)
     body = wire.encode(spec)
     deadline = time.monotonic() + settings.guardian_start_timeout_seconds
-    guardian = [sys.executable, "-m", GUARDIAN_MODULE, "--detach"]
+    guardian = guardian_command() + ["--detach"]
     result = None
     systemd_run = _use_systemd()
     if systemd_run:
