@@ -28,7 +28,7 @@ import msgspec
 from vigil.daemon.store import Store
 from vigil.protocol.errors import VigilError
 
-from .process import logs, rendezvous, systemd
+from .process import logs, memory, rendezvous, systemd
 from .process.keeper import keep_reachable
 from .rpc import authority
 from .rpc.dispatch import Dispatcher
@@ -155,26 +155,13 @@ def _refused(ready_fd: int | None, exc: rendezvous.RendezvousError) -> int:
     return 1
 
 
-def limit_malloc_arenas(arenas: int = 2) -> None:
-    """Cap glibc's malloc arenas. Store reads and writes run in trio worker threads, and
-    glibc gives each thread its own arena (up to 8 per core): under 50 clients the daemon's
-    anonymous memory grew ~14 MiB a round, to 104 MiB, against ~40 MiB flat with two arenas
-    (tests/reliability/test_load.py). A no-op where malloc is not glibc's."""
-    try:
-        import ctypes
-
-        ctypes.CDLL(None).mallopt(-8, arenas)  # M_ARENA_MAX
-    except (OSError, AttributeError):
-        pass
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="vigild", description="the vigil daemon")
     parser.add_argument("--ready-fd", type=int, default=None,
                         help="write READY or EXISTS to this fd once the socket accepts")
     parser.add_argument("--version", action="version", version=f"vigild {VERSION}")
     args = parser.parse_args(argv)
-    limit_malloc_arenas()
+    memory.limit_malloc_arenas()
     logs.setup()
     # A fatal signal (SIGBUS from a store file cut short under us, SIGSEGV) would otherwise
     # end the daemon without a line: this dumps "Fatal Python error" and the stacks to

@@ -25,7 +25,7 @@ from vigil.protocol.settings import int_setting as _r
 class Settings(WireLimits, kw_only=True, forbid_unknown_fields=True, frozen=True):
     """All tunables: the wire limits plus the daemon's own."""
 
-    # --- the daemon's socket -------------------------------------------------------------
+    # --- the daemon process: its socket, its runtime dir, its memory ----------------------
     accept_capacity_pause_seconds: _f(
         0.001, 10, "pause before retrying an accept that failed for lack of descriptors or "
         "memory (EMFILE, ENFILE, ENOMEM, ENOBUFS; trio's serve_listeners: 0.1 s)"
@@ -68,6 +68,10 @@ class Settings(WireLimits, kw_only=True, forbid_unknown_fields=True, frozen=True
         0, 3600, "an exited guardian waits this long for a (restarting) daemon to connect "
         "before it leaves only its records (ours: 10 s)"
     ) = 10.0
+    guardian_ack_interval_seconds: _f(
+        0, 60, "acknowledge durable output to a guardian at most this often; what is not yet "
+        "acknowledged is what its exit tail holds (ours: 1 s)"
+    ) = 1.0
     guardian_exit_wait_seconds: _f(0, 60, "after a guardian's connection ends, how long to wait for it to exit before calling it alive-but-silent") = 2.0
     terminal_rows: _r(2, 1000, "default PTY rows") = 50
     terminal_cols: _r(2, 1000, "default PTY columns") = 200
@@ -104,6 +108,14 @@ class Settings(WireLimits, kw_only=True, forbid_unknown_fields=True, frozen=True
     # --- recognizers ------------------------------------------------------------------------
     idle_debounce_confirmations: _r(1, 100, "observations before working→idle is reported") = 3
     idle_debounce_interval_seconds: _f(0, 10, "spacing of those observations") = 0.1
+    recognize_argv_refresh_seconds: _f(
+        0, 600, "the foreground process's argv is read again when its pid, name or start time "
+        "changes, or after this long (an exec that keeps the name; ours: 10 s)"
+    ) = 10.0
+    recognize_reload_seconds: _f(
+        0, 600, "live recognition looks for changed user manifests at most this often; explain "
+        "and prompts always look (ours: 1 s)"
+    ) = 1.0
 
     # --- prompts and receipts (spec: "Submit a native prompt once") -------------------------
     receipts_per_generation: _r(1, 100000, "receipts per generation (spec: 64)") = 64

@@ -381,6 +381,9 @@ class RuntimeManager:
                 except GuardianError:
                     return
                 live.acked = end
+                # One ack per interval, not per commit: each wakes the guardian, and 500
+                # executions each printing a line a second made 500 acks a second.
+                await trio.sleep(self.settings.guardian_ack_interval_seconds)
 
     async def _exited(self, live: Live, status: wire.ExitStatus, end_offset: int) -> None:
         eid = live.record.execution_id
