@@ -34,6 +34,14 @@ class Settings(WireLimits, kw_only=True, forbid_unknown_fields=True, frozen=True
         0.001, 10, "after the runtime dir, socket or lock file is deleted, wait this long "
         "without further deletions before recreating them, so an `rm -rf` can finish (ours: 0.1 s)"
     ) = 0.1
+    gc_freeze_after_seconds: _f(
+        0.001, 10, "a full garbage collection that held the daemon longer than this freezes its "
+        "survivors, so later ones do not walk them again (ours: 20 ms, the ping target)"
+    ) = 0.02
+    gc_thaw_seconds: _f(
+        1, 86400, "this often frozen objects are thawed and collected once, reclaiming garbage "
+        "cycles among them (one pause, ~150 ms at 500 executions; ours: 15 min)"
+    ) = 900.0
     runtime_dir_retry_seconds: _f(
         0.1, 3600, "retry interval when the runtime dir cannot be recreated (ours: 5 s)"
     ) = 5.0
@@ -70,8 +78,8 @@ class Settings(WireLimits, kw_only=True, forbid_unknown_fields=True, frozen=True
     ) = 10.0
     guardian_ack_interval_seconds: _f(
         0, 60, "acknowledge durable output to a guardian at most this often; what is not yet "
-        "acknowledged is what its exit tail holds (ours: 1 s)"
-    ) = 1.0
+        "acknowledged is what its exit tail holds (ours: 5 s)"
+    ) = 5.0
     guardian_exit_wait_seconds: _f(0, 60, "after a guardian's connection ends, how long to wait for it to exit before calling it alive-but-silent") = 2.0
     terminal_rows: _r(2, 1000, "default PTY rows") = 50
     terminal_cols: _r(2, 1000, "default PTY columns") = 200

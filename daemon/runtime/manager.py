@@ -123,6 +123,8 @@ class Live:
     #: Set once connected and subscribed: control calls wait for it (a just-started run).
     attached: trio.Event = field(default_factory=trio.Event)
     acked: int = 0
+    #: The screen revision last handed to ingest (screen_changed).
+    screen_revision: int = -1
     done: trio.Event = field(default_factory=trio.Event)
     cancel: trio.CancelScope = field(default_factory=trio.CancelScope)
 
@@ -363,9 +365,12 @@ class RuntimeManager:
         self.screen_changed(live, keeper.snapshot())
 
     def screen_changed(self, live: Live, snap: LiveScreen) -> None:
-        """Persist the screen with the next ingest batch (the store skips identical ones),
-        and let the recognizer look at it."""
-        self.ingest.set_screen(live.record.execution_id, store_screen(snap, self.store.clock()))
+        """Persist the screen with the next ingest batch, and let the recognizer look at it.
+        A revision already handed to ingest is not handed again (the keeper's quiet publish
+        repeats the last one): that was a second store transaction per line of output."""
+        if snap.revision != live.screen_revision:
+            live.screen_revision = snap.revision
+            self.ingest.set_screen(live.record.execution_id, store_screen(snap, self.store.clock()))
         if live.recognition is not None:
             live.recognition.observe(snap)
 
