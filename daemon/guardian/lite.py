@@ -293,6 +293,12 @@ def _got(value) -> str:
     return _NAMES.get(type(value), type(value).__name__)
 
 
+def _expect(value, type_: type, name: str, path: str) -> None:
+    """Refuse a value that is not exactly of `type_` (bool is not an int, as in msgspec)."""
+    if type(value) is not type_:
+        raise Invalid(f"Expected `{name}`, got `{_got(value)}`", path)
+
+
 class Int:
     __slots__ = ("ge", "le")
     name = "int"
@@ -301,8 +307,7 @@ class Int:
         self.ge, self.le = ge, le
 
     def check(self, value, path: str):
-        if type(value) is not int:
-            raise Invalid(f"Expected `int`, got `{_got(value)}`", path)
+        _expect(value, int, "int", path)
         if self.ge is not None and value < self.ge:
             raise Invalid(f"Expected `int` >= {self.ge}", path)
         if self.le is not None and value > self.le:
@@ -335,8 +340,7 @@ class _Exact:
         self.type, self.name = type_, name
 
     def check(self, value, path: str):
-        if type(value) is not self.type:
-            raise Invalid(f"Expected `{self.name}`, got `{_got(value)}`", path)
+        _expect(value, self.type, self.name, path)
         return value
 
 
@@ -354,8 +358,7 @@ class List:
         self.item = item
 
     def check(self, value, path: str):
-        if type(value) is not list:
-            raise Invalid(f"Expected `array`, got `{_got(value)}`", path)
+        _expect(value, list, "array", path)
         return [self.item.check(v, f"{path}[{i}]") for i, v in enumerate(value)]
 
 
@@ -367,8 +370,7 @@ class Tuple:
         self.items = items
 
     def check(self, value, path: str):
-        if type(value) is not list:
-            raise Invalid(f"Expected `array`, got `{_got(value)}`", path)
+        _expect(value, list, "array", path)
         if len(value) != len(self.items):
             raise Invalid(f"Expected `array` of length {len(self.items)}, got {len(value)}", path)
         return tuple(t.check(v, f"{path}[{i}]") for i, (t, v) in enumerate(zip(self.items, value)))
@@ -382,8 +384,7 @@ class Dict:
         self.key, self.value = key, value
 
     def check(self, value, path: str):
-        if type(value) is not dict:
-            raise Invalid(f"Expected `object`, got `{_got(value)}`", path)
+        _expect(value, dict, "object", path)
         return {self.key.check(k, f"{path}[...]"): self.value.check(v, f"{path}[{k!r}]")
                 for k, v in value.items()}
 
@@ -418,8 +419,7 @@ class Nested:
         self.cls = cls
 
     def check(self, value, path: str):
-        if type(value) is not dict:
-            raise Invalid(f"Expected `object`, got `{_got(value)}`", path)
+        _expect(value, dict, "object", path)
         return self.cls._from_map(value, path)
 
 

@@ -15,7 +15,7 @@ import stat
 
 import pytest
 
-from tests.support.daemon import wait_for
+from tests.support.daemon import processes_with_env, wait_for
 from tests.support.executions import (  # noqa: F401  (fixtures)
     Gate,
     Session,
@@ -28,20 +28,15 @@ from tests.support.executions import (  # noqa: F401  (fixtures)
 
 def daemons_of(home) -> set[int]:
     """Pids of vigild processes serving this home (guardians carry the same environment)."""
-    needle = f"VIGIL_SOCKET={home.socket}".encode() + b"\0"
     found = set()
-    for name in os.listdir("/proc"):
-        if not name.isdigit():
-            continue
+    for pid in processes_with_env(f"VIGIL_SOCKET={home.socket}"):
         try:
-            with open(f"/proc/{name}/cmdline", "rb") as f:
-                if b"vigil.daemon\0" not in f.read().replace(b"vigil.daemon.guardian", b""):
-                    continue
-            with open(f"/proc/{name}/environ", "rb") as f:
-                if needle in f.read() + b"\0":
-                    found.add(int(name))
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                argv = f.read().split(b"\0")
         except OSError:
             continue
+        if b"vigil.daemon" in argv:  # `-m vigil.daemon`: a guardian runs boot.py
+            found.add(pid)
     return found
 
 

@@ -14,15 +14,8 @@ from tests.support.executions import (  # noqa: F401  (fixtures)
     remote_error,
     workspace,
 )
+from tests.reliability.test_load import rss_kb
 from vigil.protocol.settings import WIRE_DEFAULTS
-
-
-def rss_anon_kb(pid: int) -> int:
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith("RssAnon:"):
-                return int(line.split()[1])
-    raise AssertionError("no RssAnon")
 
 
 def initialize(client, workspace, **params):
@@ -43,7 +36,7 @@ def test_long_thread_names_are_refused_and_cost_nothing(home, daemon, workspace)
                               f"thread_name is {limit + 1} bytes; at most {limit} are accepted "
                               f"(thread_name_max_bytes)", {"field": "params.thread_name"})
         store_before = os.path.getsize(home.state / "store" / "data.mdb")
-        rss_before = rss_anon_kb(daemon.pid)
+        rss_before = rss_kb(daemon.pid)
         name = "n" * (1 << 20)
         for i in range(300):  # the attack: each one used to become a stored thread
             err = remote_error(initialize, c, workspace, thread_name=f"{i}{name}")
@@ -51,7 +44,7 @@ def test_long_thread_names_are_refused_and_cost_nothing(home, daemon, workspace)
         assert c.call("ping") == {"pong": True, "payload": ""}
     assert os.path.getsize(home.state / "store" / "data.mdb") == store_before
     # Receiving 300 frames of 1 MB costs buffers, not 300 MB kept.
-    assert rss_anon_kb(daemon.pid) - rss_before < 32 * 1024
+    assert rss_kb(daemon.pid) - rss_before < 32 * 1024
 
 
 def test_tool_lists_are_bounded(home, daemon, workspace):
