@@ -37,15 +37,19 @@ def connect(args: argparse.Namespace):
 
 def cmd_status(args: argparse.Namespace) -> int:
     with connect(args) as client:
-        result = client.call("status")
+        result = client.call_typed("status", {})
 
-    def human(r: dict[str, Any]) -> str:
+    def human(r) -> str:
+        store = r.store
         return "\n".join([
-            f"vigild {r['version']} (protocol {r['protocol']}), pid {r['pid']}, "
-            f"up {r['uptime_seconds']:.1f} s",
-            f"socket     {r['socket']}" + ("  (socket-activated)" if r["socket_activated"] else ""),
-            f"state dir  {r['state_dir']}",
-            f"clients    {r['connections']}",
+            f"vigild {r.version} (protocol {r.protocol}), pid {r.pid}, "
+            f"up {r.uptime_seconds:.1f} s",
+            f"socket     {r.socket}" + ("  (socket-activated)" if r.socket_activated else ""),
+            f"state dir  {r.state_dir}",
+            f"clients    {r.connections}",
+            "store      ok" if store.ok else
+            f"store      FAILING since {store.failing_since_unix_ms} ({store.failed_commits} "
+            f"failed commits): {store.last_error}; output and exits are kept and retried",
         ])
 
     output.emit(result, args.json, human)
@@ -127,7 +131,7 @@ def main(argv: list[str] | None = None) -> int:
         output.error(exc.message)
         return output.UNREACHABLE
     except RemoteError as exc:
-        output.error(f"{exc.code.value if hasattr(exc.code, 'value') else exc.code}: {exc.message}")
+        output.error(f"{exc.code}: {exc.message}")
         return output.FAILED
     except VigilError as exc:
         output.error(exc.message)

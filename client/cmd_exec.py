@@ -1,4 +1,5 @@
-"""CLI commands over executions: run, ls, show, logs, kill."""
+"""CLI commands over executions: run, ls, show, logs, kill, screen, attach, send, keys,
+sh, wait, explain, prompt."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import sys
 import time
 from typing import Any
 
+from vigil.protocol.api.execution import ExecutionView, Page
 from vigil.protocol.errors import ErrorCode, VigilError
 
 from . import output
@@ -21,27 +23,26 @@ def _scope(args):
     return client, Scope(client, args.workspace)
 
 
-def exit_status(execution: dict[str, Any]) -> int:
+def exit_status(execution: ExecutionView) -> int:
     """The shell convention: the exit code, or 128+N for signal N; unknown is a failure."""
-    if execution["status"] == "exited":
-        if execution["signal"] is not None:
-            return 128 + execution["signal"]
-        return execution["exit_code"] if execution["exit_code"] is not None else 1
+    if execution.status == "exited":
+        if execution.signal is not None:
+            return 128 + execution.signal
+        return execution.exit_code if execution.exit_code is not None else 1
     return 1
 
 
-def fmt_status(e: dict[str, Any]) -> str:
-    if e["status"] == "exited":
-        if e["signal"] is not None:
+def fmt_status(e: ExecutionView) -> str:
+    if e.status == "exited":
+        if e.signal is not None:
             try:
-                return f"killed ({_signal.Signals(e['signal']).name})"
+                return f"killed ({_signal.Signals(e.signal).name})"
             except ValueError:
-                return f"killed (signal {e['signal']})"
-        return f"exited {e['exit_code']}"
-    if e["status"] == "unknown":
+                return f"killed (signal {e.signal})"
+        return f"exited {e.exit_code}"
+    if e.status == "unknown":
         return "unknown"
-    state = e.get("recognized_state")
-    return f"running ({state})" if state else "running"
+    return f"running ({e.recognized_state})" if e.recognized_state else "running"
 
 
 def fmt_age(ms: int | None) -> str:
@@ -72,11 +73,11 @@ def cmd_run(args: argparse.Namespace) -> int:
             import os
 
             params["cwd"] = os.path.abspath(args.cwd)
-        execution = scope.call("run", **params)["execution"]
+        execution = scope.call("run", **params).execution
         if not args.wait:
-            output.emit(execution, args.json, lambda e: e["execution_id"])
+            output.emit(execution, args.json, lambda e: e.execution_id)
             return output.OK
-        final = follow(scope, execution["execution_id"], sys.stdout.buffer if not args.json else None)
+        final = follow(scope, execution.execution_id, sys.stdout.buffer if not args.json else None)
         if args.json:
             output.emit(final, True)
         return exit_status(final)
@@ -97,41 +98,41 @@ def output_pages(scope, execution_id: str, *, follow: bool):
             action["wait_seconds"] = 30.0
         if cursor:
             action["cursor"] = cursor
-        page = scope.execution(action)["data"]["page"]
+        page = scope.execution(action).data.page
         yield page
-        cursor = page["next_cursor"]
-        if not page["has_more"] or (not follow and not page["text"] and not page.get("gap")):
+        cursor = page.next_cursor
+        if not page.has_more or (not follow and not page.text and not page.gap):
             return
 
 
-def write_page(page: dict[str, Any], sink) -> None:
+def write_page(page: Page, sink) -> None:
     """A page's text to `sink`; a retention gap is said on stderr."""
-    if page.get("gap"):
-        sys.stderr.write(f"vigil: {page['gap']['bytes_skipped']} bytes of output are no longer "
+    if page.gap:
+        sys.stderr.write(f"vigil: {page.gap.bytes_skipped} bytes of output are no longer "
                          "retained\n")
-    if page["text"]:
-        sink.write(page["text"].encode("utf-8", "surrogateescape"))
+    if page.text:
+        sink.write(page.text.encode("utf-8", "surrogateescape"))
         sink.flush()
 
 
-def follow(scope, execution_id: str, sink) -> dict[str, Any]:
+def follow(scope, execution_id: str, sink) -> ExecutionView:
     """Stream output to `sink` (None: just wait) until the execution ends; the final record."""
     for page in output_pages(scope, execution_id, follow=True):
         if sink is not None:
             write_page(page, sink)
-    return scope.execution({"type": "get", "execution_id": execution_id})["data"]["execution"]
+    return scope.execution({"type": "get", "execution_id": execution_id}).data.execution
 
 
 def cmd_ls(args: argparse.Namespace) -> int:
     client, scope = _scope(args)
     with client:
-        data = scope.execution({"type": "list", "limit": args.limit})["data"]
+        data = scope.execution({"type": "list", "limit": args.limit}).data
 
     def human(d):
         rows = [("ID", "STATUS", "STARTED", "NAME/COMMAND")]
-        for e in d["executions"]:
-            rows.append((e["execution_id"][:12], fmt_status(e), fmt_age(e["started_unix_ms"]),
-                         e["name"] or e["command"]))
+        for e in d.executions:
+            rows.append((e.execution_id[:12], fmt_status(e), fmt_age(e.started_unix_ms),
+                         e.name or e.command))
         widths = [max(len(r[i]) for r in rows) for i in range(3)]
         return "\n".join(f"{r[0]:<{widths[0]}}  {r[1]:<{widths[1]}}  {r[2]:<{widths[2]}}  {r[3]}"
                          for r in rows)
@@ -144,26 +145,26 @@ def cmd_show(args: argparse.Namespace) -> int:
     client, scope = _scope(args)
     with client:
         eid = scope.resolve(args.id)
-        e = scope.execution({"type": "get", "execution_id": eid})["data"]["execution"]
+        e = scope.execution({"type": "get", "execution_id": eid}).data.execution
 
     def human(e):
-        out = e["output"]
+        out = e.output
         lines = [
-            f"id        {e['execution_id']}",
-            f"name      {e['name']}" if e["name"] else None,
-            f"command   {e['command']}",
-            f"cwd       {e['cwd']}",
+            f"id        {e.execution_id}",
+            f"name      {e.name}" if e.name else None,
+            f"command   {e.command}" + (" [cut]" if e.command_truncated else ""),
+            f"cwd       {e.cwd}",
             f"status    {fmt_status(e)}",
-            f"started   {fmt_age(e['started_unix_ms'])}",
-            f"ended     {fmt_age(e['ended_unix_ms'])}" if e["ended_unix_ms"] else None,
-            f"reason    {e['unknown_reason']}" if e["unknown_reason"] else None,
-            f"output    {out['total_bytes']} bytes, {out['retained_bytes']} retained"
-            + (f", {out['dropped_bytes']} dropped" if out["dropped_bytes"] else ""),
-            f"terminal  {e['cols']}x{e['rows']}",
+            f"started   {fmt_age(e.started_unix_ms)}",
+            f"ended     {fmt_age(e.ended_unix_ms)}" if e.ended_unix_ms else None,
+            f"reason    {e.unknown_reason}" if e.unknown_reason else None,
+            f"output    {out.total_bytes} bytes, {out.retained_bytes} retained"
+            + (f", {out.dropped_bytes} dropped" if out.dropped_bytes else ""),
+            f"terminal  {e.cols}x{e.rows}",
         ]
-        if e["runtime"]:
-            r = e["runtime"]
-            lines.append(f"guardian  pid {r['guardian_pid']}, child pid {r['child_pid']}")
+        if e.runtime:
+            r = e.runtime
+            lines.append(f"guardian  pid {r.guardian_pid}, child pid {r.child_pid}")
         return "\n".join(line for line in lines if line)
 
     output.emit(e, args.json, human)
@@ -206,9 +207,9 @@ def cmd_screen(args: argparse.Namespace) -> int:
     result = _call_on(args, "screen", ansi=args.ansi)
 
     def human(r):
-        if args.ansi and r.get("ansi") is not None:
-            return r["ansi"]
-        return r["text"]
+        if args.ansi and r.ansi is not None:
+            return r.ansi
+        return r.text
 
     output.emit(result, args.json, human)
     return output.OK
@@ -248,7 +249,7 @@ def cmd_sh(args: argparse.Namespace) -> int:
             result = scope.call("BashCommand", action={"type": "status_check"}, wait_for_seconds=0)
             from .attach import attach
 
-            why = attach(scope, result["shell_execution_id"])
+            why = attach(scope, result.shell_execution_id)
             sys.stderr.write(f"\r\n[vigil: {why} from the shell]\r\n")
             return output.OK
         text = " ".join(args.command)
@@ -257,12 +258,12 @@ def cmd_sh(args: argparse.Namespace) -> int:
     if args.json:
         output.emit(result, True)
     else:
-        sys.stdout.write(result["output"].replace("\r\n", "\n"))
-        if result["status"] == "running":
-            sys.stderr.write(f"vigil: still running (generation {result['generation']}, "
-                             f"execution {result['execution_id'][:12]})\n")
+        sys.stdout.write(result.output.replace("\r\n", "\n"))
+        if result.status == "running":
+            sys.stderr.write(f"vigil: still running (generation {result.generation}, "
+                             f"execution {result.execution_id[:12]})\n")
             return output.FAILED
-    return result["exit_code"] if result["status"] == "completed" else output.OK
+    return result.exit_code if result.status == "completed" else output.OK
 
 
 WAIT_EVENTS = ("state", "output", "exited", "awaiting_input", "awaiting_approval", "busy", "unknown")
@@ -279,24 +280,24 @@ def cmd_wait(args: argparse.Namespace) -> int:
         # The baseline is "now": a state already reached counts too, so look first.
         listing = scope.execution({"type": "observe", "timeout_seconds": args.timeout,
                                    "items": [{"execution_id": i, "page_bytes": 4} for i in ids]})
-        for item in listing["data"]["items"]:
-            ex = item.get("execution") or {}
-            if args.for_ and (ex.get("recognized_state") in args.for_ or
-                              ("exited" in args.for_ and ex.get("status") == "exited")):
+        for item in listing.data.items:
+            ex = item.execution
+            if ex is not None and args.for_ and (ex.recognized_state in args.for_ or
+                                                 ("exited" in args.for_ and ex.status == "exited")):
                 output.emit({"outcome": "already", "executions": [ex]}, args.json,
-                            lambda r: f"{ex['execution_id'][:12]} {ex.get('recognized_state')}")
+                            lambda r: f"{ex.execution_id[:12]} {ex.recognized_state}")
                 return output.OK
-        action["after"] = listing["data"]["catalog_cursor"]
-        data = scope.execution(action)["data"]
+        action["after"] = listing.data.catalog_cursor
+        data = scope.execution(action).data
 
     def human(d):
-        if d["outcome"] != "changed":
-            return d["outcome"]
-        return "\n".join(f"{c['execution_id'][:12]} {c['what']}" + (f" {c['state']}" if c["state"] else "")
-                         for c in d["changes"])
+        if d.outcome != "changed":
+            return d.outcome
+        return "\n".join(f"{c.execution_id[:12]} {c.what}" + (f" {c.state}" if c.state else "")
+                         for c in d.changes)
 
     output.emit(data, args.json, human)
-    return output.OK if data["outcome"] == "changed" else output.FAILED
+    return output.OK if data.outcome == "changed" else output.FAILED
 
 
 def cmd_explain(args: argparse.Namespace) -> int:
@@ -304,18 +305,19 @@ def cmd_explain(args: argparse.Namespace) -> int:
     with client:
         eid = scope.resolve(args.id)
         data = scope.execution({"type": "explain", "execution_id": eid,
-                                "recognizer": args.recognizer})["data"]
+                                "recognizer": args.recognizer}).data
 
     def human(d):
+        recovery = d.recovery
         return "\n".join([
-            f"recognizer  {d['recognizer']} ({d['selected_by']})",
-            f"state       {d['state']} (reported: {d['reported_state']})",
-            f"source      {d['source']}, {d['detection_source']}",
-            f"rule        {d['rule']} (priority {d['priority']})" if d["rule"] else f"reason      {d['reason']}",
-            f"foreground  {d['observation']['foreground']}",
-            f"recovery    {d['recovery']['advice']}"
-            + (f": {d['recovery']['recommendation']}" if d["recovery"].get("recommendation") else
-               f" ({d['recovery']['reason']})" if d["recovery"].get("reason") else ""),
+            f"recognizer  {d.recognizer} ({d.selected_by})",
+            f"state       {d.state} (reported: {d.reported_state})",
+            f"source      {d.source}, {d.detection_source}",
+            f"rule        {d.rule} (priority {d.priority})" if d.rule else f"reason      {d.reason}",
+            f"foreground  {d.observation.foreground}",
+            f"recovery    {recovery.advice}"
+            + (f": {recovery.recommendation}" if recovery.recommendation else
+               f" ({recovery.reason})" if recovery.reason else ""),
         ])
 
     output.emit(data, args.json, human)
@@ -331,20 +333,20 @@ def cmd_prompt(args: argparse.Namespace) -> int:
                                   "timeout_seconds": args.timeout, "recognizer": args.recognizer}
         if args.wait_for:
             params["wait_for"] = args.wait_for
-        data = scope.call("Agent", **params)["data"]
-    receipt = data["receipt"]
+        data = scope.call("Agent", **params).data
+    receipt = data.receipt
 
     def human(_):
         return "\n".join([
-            f"prompt     {receipt['prompt_id']}" + ("  (stored receipt: nothing sent)" if data["replayed"] else ""),
-            f"delivery   {receipt['delivery']}",
-            f"activity   {receipt['activity']} ({receipt['activity_reason']})",
-            f"condition  {receipt['condition']}",
-            f"generation {receipt['generation']}",
+            f"prompt     {receipt.prompt_id}" + ("  (stored receipt: nothing sent)" if data.replayed else ""),
+            f"delivery   {receipt.delivery}" + (f" ({receipt.delivery_reason})" if receipt.delivery_reason else ""),
+            f"activity   {receipt.activity} ({receipt.activity_reason})",
+            f"condition  {receipt.condition}",
+            f"generation {receipt.generation}",
         ])
 
     output.emit(data, args.json, human)
-    return output.OK if receipt["condition"] not in ("timed_out", "pending") else output.FAILED
+    return output.OK if receipt.condition not in ("timed_out", "pending") else output.FAILED
 
 
 def add_parsers(sub, json_flag) -> None:

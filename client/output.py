@@ -15,8 +15,12 @@ UNREACHABLE = 3
 
 
 def emit(result: Any, as_json: bool, human: Callable[[Any], str] | None = None) -> None:
+    """Print `result` (a typed Struct or plain data): JSON with `--json`, else `human(result)`."""
     if as_json or human is None:
-        sys.stdout.write(json.dumps(result, indent=None if not sys.stdout.isatty() else 2,
+        import msgspec
+
+        data = msgspec.to_builtins(result, str_keys=True)
+        sys.stdout.write(json.dumps(data, indent=None if not sys.stdout.isatty() else 2,
                                     sort_keys=True, default=str) + "\n")
     else:
         text = human(result)

@@ -19,33 +19,28 @@ from pathlib import Path
 
 import trio
 
-from vigil.protocol import paths
-from vigil.daemon.settings import Settings, SettingsError, load_settings
-from vigil.protocol.version import VERSION
-
 import msgspec
 
-from vigil.daemon.store import Store
-from vigil.protocol.errors import VigilError
-
-from .process import logs, memory, rendezvous, systemd
-from .process.keeper import keep_reachable
-from .rpc import authority
-from .rpc.dispatch import Dispatcher
-from .runtime.lifecycle import LifecycleBus
-from .methods import daemon_info, execution, scope
-from .methods import shell as shell_methods
-from .methods import terminal
-from .methods import agent as agent_methods
-from .agent.prompts import PromptService
-from .runtime.manager import RuntimeManager
-from .rpc.scopes import Scopes, ThreadRecord
-from .rpc.server import Server
-from .shell.manager import ShellManager
-from .history.service import Observer
-from .recognize.live import Recognition
+from vigil.daemon.agent.prompts import PromptService
+from vigil.daemon.history.service import ExecutionService
+from vigil.daemon.methods import agent as agent_methods
+from vigil.daemon.methods import daemon_info, execution, scope, shell, terminal
+from vigil.daemon.process import logs, memory, rendezvous, systemd
+from vigil.daemon.process.keeper import keep_reachable
+from vigil.daemon.process.state import DaemonState
 from vigil.daemon.recognize import Registry
-from .process.state import DaemonState
+from vigil.daemon.recognize.live import RecognitionFactory
+from vigil.daemon.rpc.dispatch import Dispatcher
+from vigil.daemon.rpc.scopes import Scopes, ThreadRecord
+from vigil.daemon.rpc.server import Server
+from vigil.daemon.runtime.lifecycle import LifecycleBus
+from vigil.daemon.runtime.manager import RuntimeManager
+from vigil.daemon.settings import Settings, SettingsError, load_settings
+from vigil.daemon.shell.manager import ShellManager
+from vigil.daemon.store import Store
+from vigil.protocol import paths
+from vigil.protocol.errors import VigilError
+from vigil.protocol.version import VERSION
 
 log = logging.getLogger("vigild")
 
@@ -83,50 +78,33 @@ def load_scopes(store: Store, settings: Settings) -> Scopes:
 
 async def serve(state: DaemonState, claim: rendezvous.Claim, ready_fd: int | None,
                 store: Store) -> None:
+    """The composition root: every service is built here, with its collaborators as
+    constructor parameters, and every route installed; nothing is wired anywhere else."""
     settings = state.settings
     bus = LifecycleBus()
     scopes = load_scopes(store, settings)
-    runtimes = RuntimeManager(store, settings, bus, guardian_dir=paths.guardian_dir(),
-                              log_dir=str(state.state_dir))
-    shells = ShellManager(scopes, store, runtimes, settings,
-                          shell_dir=os.path.join(paths.guardian_dir(), "shells"))
-    runtimes.settle_commands = shells.recover_commands
-    runtimes.on_ended.append(shells.shell_ended)
     registry = Registry()
     for error in registry.errors:
         log.warning("recognizer manifest rejected: %s", error)
+    runtimes = RuntimeManager(store, settings, bus, RecognitionFactory(registry, settings),
+                              guardian_dir=paths.guardian_dir(), log_dir=str(state.state_dir))
+    shells = ShellManager(scopes, store, runtimes, settings,
+                          shell_dir=os.path.join(paths.guardian_dir(), "shells"))
+    executions = ExecutionService(store, runtimes, bus, registry, settings)
+    prompts = PromptService(store, runtimes, registry, settings)
 
-    def recognition_for(live):
-        eid = live.record.execution_id
-        pid = live.record.runtime.child_pid if live.record.runtime else None
-        return Recognition(registry, settings, pid,
-                           lambda state: runtimes.ingest.set_fields(eid, recognized_state=state))
-
-    runtimes.recognition_factory = recognition_for
-    observer = Observer(store, runtimes, bus, registry, settings)
-    dispatcher = Dispatcher()
-
-    def authorize(ctx, method, params):
-        # Scoped calls carry thread_id/workspace_root; the thread's mode and profile decide.
-        thread_id = getattr(params, "thread_id", None)
-        if thread_id is not None and method != "Initialize":
-            authority.check(scopes.check(thread_id, params.workspace_root), method, params)
-
-    dispatcher.authorize = authorize
-    daemon_info.install(dispatcher, state)
-    terminal.install(dispatcher, scopes=scopes, store=store, runtimes=runtimes, settings=settings)
-    shell_methods.install(dispatcher, scopes=scopes, shells=shells, runtimes=runtimes,
-                          settings=settings)
-    scope.install(dispatcher, scopes)
-    execution.install(dispatcher, scopes=scopes, store=store, runtimes=runtimes, bus=bus,
-                      settings=settings, observer=observer)
-    # After Execution: Agent's observation actions delegate to its handler.
-    agent_methods.install(dispatcher, scopes=scopes,
-                          prompts=PromptService(store, runtimes, registry, settings))
+    dispatcher = Dispatcher(scopes)
+    daemon_info.install(dispatcher, state=state, ingest=runtimes.ingest)
+    scope.install(dispatcher, scopes=scopes)
+    execution.install(dispatcher, store=store, runtimes=runtimes, service=executions,
+                      settings=settings)
+    terminal.install(dispatcher, store=store, runtimes=runtimes, settings=settings)
+    shell.install(dispatcher, shells=shells, runtimes=runtimes, settings=settings)
+    agent_methods.install(dispatcher, service=executions, prompts=prompts, settings=settings)
     server = Server(state, dispatcher)
     with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
         async with trio.open_nursery() as nursery:
-            await nursery.start(runtimes.run)
+            await nursery.start(runtimes.run, shells)
             await nursery.start(server.serve, claim.listener)
             await nursery.start(keep_reachable, claim, server.adopt,
                                 settings.runtime_dir_settle_seconds,

@@ -80,6 +80,8 @@ class Settings(WireLimits, kw_only=True, forbid_unknown_fields=True, frozen=True
         0, 60, "acknowledge durable output to a guardian at most this often; what is not yet "
         "acknowledged is what its exit tail holds (ours: 5 s)"
     ) = 5.0
+    guardian_command_timeout_seconds: _f(0.01, 300, "how long a command (input, signal, resize) waits for its guardian's answer before it is reported unanswered (ours: 5 s)") = 5.0
+    guardian_outbox_bytes: _r(64 * KiB, 1024 * MiB, "commands queued for a guardian that does not read them; more are refused as busy (ours: 4 MiB)") = 4 * MiB
     guardian_exit_wait_seconds: _f(0, 60, "after a guardian's connection ends, how long to wait for it to exit before calling it alive-but-silent") = 2.0
     terminal_rows: _r(2, 1000, "default PTY rows") = 50
     terminal_cols: _r(2, 1000, "default PTY columns") = 200
@@ -95,6 +97,8 @@ class Settings(WireLimits, kw_only=True, forbid_unknown_fields=True, frozen=True
     store_max_map_bytes: _r(1 * MiB, 1 << 44, "LMDB map size it will not grow beyond") = 64 * 1024 * MiB
     ingest_batch_seconds: _f(0, 1, "longest an ingested chunk waits to be committed (DESIGN: 10 ms)") = 0.010
     ingest_batch_bytes: _r(4 * KiB, 64 * MiB, "commit early once this much output is pending") = 1 * MiB
+    ingest_retry_initial_seconds: _f(0.001, 60, "first pause before a failed commit is retried (ours: 0.1 s, doubling)") = 0.1
+    ingest_retry_max_seconds: _f(0.01, 600, "longest pause between retries of a failing store (ours: 5 s)") = 5.0
     output_chunk_bytes: _r(4 * KiB, 4 * MiB, "output is stored in chunks of about this size") = 64 * KiB
     change_log_entries: _r(1024, 10_000_000, "catalog change entries kept for wait cursors") = 100_000
     store_gaps_kept: _r(1, 65536, "guardian gaps listed per record; older ones are only counted (vigil)") = 64
@@ -103,7 +107,6 @@ class Settings(WireLimits, kw_only=True, forbid_unknown_fields=True, frozen=True
     # --- screen (DESIGN: Output path and the screen) ----------------------------------------
     screen_cpu_budget: _f(0.01, 1, "share of one core the screen keeper may use") = 0.25
     screen_quiet_exact_seconds: _f(0.01, 10, "after this much quiet the screen is exact") = 0.2
-    screen_snapshot_bytes: _r(1 * KiB, 16 * MiB, "largest persisted screen snapshot (spec: 64 KiB)") = 64 * KiB
     # Figures: pyte parses 0.27-0.87 MiB/s (DESIGN.md); the keeper's own parser feeding a pyte
     # screen 1.8-5 MiB/s (tests/bench/bench_screen.py), so 100 ms of CPU is ~200-500 KiB.
     screen_slice_seconds: _f(0.001, 0.1, "longest one screen parse slice holds the trio thread (5 ms)") = 0.005
@@ -134,6 +137,11 @@ class Settings(WireLimits, kw_only=True, forbid_unknown_fields=True, frozen=True
     viewer_buffer_bytes: _r(4 * KiB, 256 * MiB, "output queued for one attached viewer before it is dropped") = 4 * MiB
     shell_start_wait_seconds: _f(0, 60, "input right after a command waits this long for bash to start it") = 2.0
     bash_output_max_bytes: _r(256, 1 << 20, "command output returned by BashCommand (its tail)") = 64 * KiB
+
+    # --- views (what one record may cost in an answer) ---------------------------------------
+    view_list_command_bytes: _r(64, 1 << 20, "command text and argv shown per record in a listing; longer ones are cut and marked (vigil: 2 KiB)") = 2 * KiB
+    view_get_command_bytes: _r(1 * KiB, 8 * MiB, "command text and argv shown by get; longer ones are cut and marked (vigil: 64 KiB)") = 64 * KiB
+    run_name_max_bytes: _r(1, 64 * KiB, "longest execution name accepted by run (vigil: 256)") = 256
 
     # --- conversation recovery --------------------------------------------------------------
     recovery_record_max_bytes: _r(256, 1 << 20, "recovery advice record (spec: 16 KiB)") = 16 * KiB

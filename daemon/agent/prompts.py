@@ -10,7 +10,10 @@ Order of a submission, and why:
    mid-send leaves an honest "uncertain", never a silent resend.
 4. The text is written (inside bracketed paste when the program enabled DECSET 2004), then
    Enter as a separate write after `prompt_enter_settle_seconds` (Ink-based TUIs drop an
-   Enter glued to the text). Both written → `delivered`.
+   Enter glued to the text). Both accepted by the guardian (it answers every numbered
+   command) → `delivered`; the text refused whole (its input buffer is full, the child
+   exited) → `refused`; no answer in time, or the text in and Enter refused → `uncertain`.
+   A guardian too old to confirm (protocol v1) is refused up front: no silent fallback.
 5. Activity is strict: only a recognizer detection of work (`busy`) or approval after the
    Enter counts. If the text itself resembles a work/approval marker of the manifest, echo
    could fake that, so activity stays `unconfirmed` for the receipt's lifetime.
@@ -148,9 +151,15 @@ class PromptService:
         if live is None or live.screen is None or rec.is_terminal:
             raise VigilError(ErrorCode.CONFLICT, "the target is not running",
                              {"execution_id": eid, "status": rec.status})
+        if live.link is not None and not live.link.confirms:
+            # spec: a missing capability on an older guardian is explicit; no silent
+            # fallback to unprotected raw input.
+            raise VigilError(ErrorCode.UNAVAILABLE,
+                             "the target's guardian (protocol v1) cannot confirm delivery, "
+                             "which native prompts need; restart the execution under this vigil",
+                             {"execution_id": eid, "input_sent": False})
         keeper = live.screen.keeper
-        while keeper.process(0.05):
-            pass
+        keeper.catch_up()
         snap = keeper.snapshot()
         self.registry.reload_if_changed()
         detection = self.registry.detect(
@@ -176,22 +185,35 @@ class PromptService:
                        params.recognizer)
         text = params.text.encode("utf-8", "surrogateescape")
         body = b"\x1b[200~" + text + b"\x1b[201~" if snap.bracketed_paste else text
+        delivery, why = "uncertain", None
         try:
-            await self.runtimes.send_input(eid, body)
+            try:
+                await self.runtimes.send_input(eid, body)
+            except VigilError as exc:
+                # The guardian refused the text whole (nothing of it was written), or did
+                # not answer in time (it may still write it: uncertain, never resent).
+                refused = exc.code not in (ErrorCode.TIMEOUT, ErrorCode.BUSY)
+                delivery, why = ("refused" if refused else "uncertain"), exc.message
+                raise
             await trio.sleep(self.settings.prompt_enter_settle_seconds)
             if live.recognition is not None:
                 live.recognition.listeners.append(watch.on_detection)
-            await self.runtimes.send_input(eid, b"\r")
+            try:
+                await self.runtimes.send_input(eid, b"\r")
+            except VigilError as exc:
+                # The text is in; whether Enter followed is not known for sure.
+                why = f"the text was accepted but Enter was not: {exc.message}"
+                raise
             delivery = "delivered"
         except VigilError:
-            delivery = "uncertain"
+            pass
         try:
             if delivery == "delivered":
                 await self._wait(watch, live, timeout)
         finally:
             if live.recognition is not None and watch.on_detection in live.recognition.listeners:
                 live.recognition.listeners.remove(watch.on_detection)
-        receipt = self._conclude(receipt, watch, delivery)
+        receipt = self._conclude(receipt, watch, delivery, why)
         await self._save(receipt)
         return receipt, False
 
@@ -207,7 +229,7 @@ class PromptService:
                     await watch.changed.wait()
                 nursery.cancel_scope.cancel()
 
-    def _conclude(self, receipt: Receipt, watch: _Watch, delivery: str) -> Receipt:
+    def _conclude(self, receipt: Receipt, watch: _Watch, delivery: str, why: str | None) -> Receipt:
         if watch.activity and not watch.resembles:
             activity, reason = "confirmed", "work or approval observed after submission"
         elif watch.resembles:
@@ -215,9 +237,9 @@ class PromptService:
         else:
             activity, reason = "unconfirmed", "no work or approval observed after submission"
         condition = watch.condition or ("timed_out" if delivery == "delivered" else "pending")
-        return msgspec.structs.replace(receipt, delivery=delivery, activity=activity,
-                                       activity_reason=reason, condition=condition,
-                                       updated_at_unix_ms=self.store.clock())
+        return msgspec.structs.replace(receipt, delivery=delivery, delivery_reason=why,
+                                       activity=activity, activity_reason=reason,
+                                       condition=condition, updated_at_unix_ms=self.store.clock())
 
     async def wait_receipt(self, scope: str, params: AgentParams) -> Receipt:
         """Observe a receipt without sending anything (waiting up to timeout for it to settle)."""

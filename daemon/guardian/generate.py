@@ -56,6 +56,7 @@ from .lite import (  # noqa: F401  (the names the guardian uses, as wire.py spel
     decode_as,
     decode_tagged,
     encode,
+    replace,
 )
 '''
 

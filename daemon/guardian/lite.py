@@ -495,6 +495,13 @@ class Message:
         return cls(**values)
 
 
+def replace(message: Message, **changes) -> Message:
+    """A copy of `message` with some fields changed (msgspec.structs.replace's equivalent)."""
+    values = {name: getattr(message, name) for name, _, _ in message.FIELDS}
+    values.update(changes)
+    return type(message)(**values)
+
+
 def encode(message: Message) -> bytes:
     out = bytearray()
     message._pack(out)

@@ -27,10 +27,11 @@ from .lite import (  # noqa: F401  (the names the guardian uses, as wire.py spel
     decode_as,
     decode_tagged,
     encode,
+    replace,
 )
 
 GUARDIAN_PROTOCOL_MIN = 1
-GUARDIAN_PROTOCOL_MAX = 1
+GUARDIAN_PROTOCOL_MAX = 2
 
 
 class RuntimeIdentity(Message):
@@ -89,23 +90,26 @@ class Ack(Message):
 
 
 class Input(Message):
-    """Bytes to write to the PTY master, as if typed."""
+    """Bytes to write to the PTY master, as if typed. `Done.accepted` is how many were taken
+    into the guardian's input buffer (all of them, or the command is refused whole)."""
 
-    __slots__ = ("data",)
+    __slots__ = ("data", "seq")
     TAG = "input"
     FIELDS = (
         ("data", Bytes, REQUIRED),
+        ("seq", Int(ge=0), 0),
     )
 
 
 class Resize(Message):
     """Set the terminal size; the kernel sends SIGWINCH to the foreground group."""
 
-    __slots__ = ("rows", "cols")
+    __slots__ = ("rows", "cols", "seq")
     TAG = "resize"
     FIELDS = (
         ("rows", Int(ge=1, le=65535), REQUIRED),
         ("cols", Int(ge=1, le=65535), REQUIRED),
+        ("seq", Int(ge=0), 0),
     )
 
 
@@ -113,20 +117,25 @@ class Signal(Message):
     """Send `signum` to the child (`group=False`), its process group, or the terminal's
     foreground process group (`foreground=True`, which wins over `group`)."""
 
-    __slots__ = ("signum", "group", "foreground")
+    __slots__ = ("signum", "group", "foreground", "seq")
     TAG = "signal"
     FIELDS = (
         ("signum", Int(ge=1, le=64), REQUIRED),
         ("group", Bool, True),
         ("foreground", Bool, False),
+        ("seq", Int(ge=0), 0),
     )
 
 
 class Foreground(Message):
-    """Ask which process group owns the terminal; answered with ForegroundInfo."""
+    """Ask which process group owns the terminal; answered with ForegroundInfo (carrying
+    this `seq`)."""
 
-    __slots__ = ()
+    __slots__ = ("seq",)
     TAG = "foreground"
+    FIELDS = (
+        ("seq", Int(ge=0), 0),
+    )
 
 
 class ExitAck(Message):
@@ -202,24 +211,38 @@ class Exited(Message):
 class ForegroundInfo(Message):
     """The terminal's foreground process group (tcgetpgrp on the master) and its leader."""
 
-    __slots__ = ("pgid", "pid", "comm", "argv")
+    __slots__ = ("pgid", "pid", "comm", "argv", "seq")
     TAG = "foreground_info"
     FIELDS = (
         ("pgid", Optional(Int()), REQUIRED),
         ("pid", Optional(Int()), REQUIRED),
         ("comm", Optional(Str), REQUIRED),
         ("argv", List(Str), list),
+        ("seq", Int(ge=0), 0),
+    )
+
+
+class Done(Message):
+    """v2: the command with this `seq` was applied (`accepted`: input bytes taken)."""
+
+    __slots__ = ("seq", "accepted")
+    TAG = "done"
+    FIELDS = (
+        ("seq", Int(ge=0), REQUIRED),
+        ("accepted", Int(), 0),
     )
 
 
 class Error(Message):
-    """A message could not be applied; `code` is a vigil.protocol ErrorCode value."""
+    """A message could not be applied; `code` is a vigil.protocol ErrorCode value. `seq` is
+    the refused command's (v2), or 0 for a message that asked for no answer."""
 
-    __slots__ = ("code", "message")
+    __slots__ = ("code", "message", "seq")
     TAG = "error"
     FIELDS = (
         ("code", Str, REQUIRED),
         ("message", Str, REQUIRED),
+        ("seq", Int(ge=0), 0),
     )
 
 
@@ -317,7 +340,7 @@ class TailRecord(Message):
 
 
 DaemonMessage = (Hello, Subscribe, Ack, Input, Resize, Signal, Foreground, ExitAck)
-GuardianMessage = (Welcome, Output, Gap, Exited, ForegroundInfo, Error)
+GuardianMessage = (Welcome, Output, Gap, Exited, ForegroundInfo, Done, Error)
 LaunchResult = (Ready, LaunchFailed)
 
 
@@ -354,7 +377,6 @@ class ErrorCode:
     HERDR_USAGE_ERROR = Code("herdr_usage_error")
     HERDR_INVALID_RESPONSE = Code("herdr_invalid_response")
     HERDR_EXEC_FAILED = Code("herdr_exec_failed")
-    SHUTTING_DOWN = Code("shutting_down")
     INTERNAL = Code("internal")
 
 

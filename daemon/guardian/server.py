@@ -671,9 +671,9 @@ class Guardian:
                     self._refuse(conn, f"ack offset {offset} is beyond the end of output ({self.ring.end})")
                     return
                 self.acked = max(self.acked, offset)
-            case wire.Input(data=data):
+            case wire.Input(data=data, seq=seq):
                 if self.status is not None or self.master is None:
-                    self._unavailable(conn, "the child has exited; input was not delivered")
+                    self._unavailable(conn, "the child has exited; input was not delivered", seq)
                     return
                 pending = len(self.pending_input)
                 if pending + len(data) > self.spec.input_buffer_bytes:
@@ -683,21 +683,24 @@ class Guardian:
                             code=ErrorCode.LIMIT_EXCEEDED.value,
                             message=f"input of {len(data)} bytes refused: {pending} bytes are still "
                             f"waiting for the child to read them (limit {self.spec.input_buffer_bytes})",
+                            seq=seq,
                         ),
                     )
                     return
                 self.pending_input += data
                 self._write_input()
-            case wire.Resize(rows=rows, cols=cols):
+                self._done(conn, seq, accepted=len(data))
+            case wire.Resize(rows=rows, cols=cols, seq=seq):
                 if self.master is None:
-                    self._unavailable(conn, "the terminal is closed; not resized")
+                    self._unavailable(conn, "the terminal is closed; not resized", seq)
                     return
                 set_winsize(self.master, rows, cols)
                 self.rows, self.cols = get_winsize(self.master)
-            case wire.Signal(signum=signum, group=group, foreground=foreground):
-                self._signal(conn, signum, group, foreground)
-            case wire.Foreground():
-                self._send(conn, self._foreground())
+                self._done(conn, seq)
+            case wire.Signal(signum=signum, group=group, foreground=foreground, seq=seq):
+                self._signal(conn, signum, group, foreground, seq)
+            case wire.Foreground(seq=seq):
+                self._send(conn, wire.replace(self._foreground(), seq=seq))
             case wire.ExitAck():
                 if not self.final:
                     self._refuse(conn, "ExitAck before Exited: the child is still running or draining")
@@ -705,21 +708,26 @@ class Guardian:
                 records.delete_exit_records(self.spec.records_dir, self.spec.runtime_id)
                 self.done = True
 
-    def _refuse(self, conn: _Conn, message: str) -> None:
-        self._send(conn, wire.Error(code=ErrorCode.INVALID_REQUEST.value, message=message))
+    def _done(self, conn: _Conn, seq: int, accepted: int = 0) -> None:
+        """Confirm command `seq` (v2); a command with seq 0 asked for no answer."""
+        if seq:
+            self._send(conn, wire.Done(seq=seq, accepted=accepted))
 
-    def _unavailable(self, conn: _Conn, message: str) -> None:
-        self._send(conn, wire.Error(code=ErrorCode.UNAVAILABLE.value, message=message))
+    def _refuse(self, conn: _Conn, message: str, seq: int = 0) -> None:
+        self._send(conn, wire.Error(code=ErrorCode.INVALID_REQUEST.value, message=message, seq=seq))
 
-    def _signal(self, conn: _Conn, signum: int, group: bool, foreground: bool) -> None:
+    def _unavailable(self, conn: _Conn, message: str, seq: int = 0) -> None:
+        self._send(conn, wire.Error(code=ErrorCode.UNAVAILABLE.value, message=message, seq=seq))
+
+    def _signal(self, conn: _Conn, signum: int, group: bool, foreground: bool, seq: int) -> None:
         # Once reaped, the child's pid (and its group id) may belong to someone else.
         if self.status is not None:
-            self._unavailable(conn, f"the child has exited; signal {signum} not sent")
+            self._unavailable(conn, f"the child has exited; signal {signum} not sent", seq)
             return
         try:
             if foreground:
                 if self.master is None:
-                    self._unavailable(conn, "the terminal is closed; no foreground group")
+                    self._unavailable(conn, "the terminal is closed; no foreground group", seq)
                     return
                 os.killpg(os.tcgetpgrp(self.master), signum)
             elif group:
@@ -727,11 +735,17 @@ class Guardian:
             else:
                 os.kill(self.child_pid, signum)
         except ProcessLookupError:
-            self._send(conn, wire.Error(code=ErrorCode.NOT_FOUND.value, message="no such process group"))
+            self._send(conn, wire.Error(code=ErrorCode.NOT_FOUND.value, message="no such process group",
+                                        seq=seq))
+            return
         except PermissionError as exc:
-            self._send(conn, wire.Error(code=ErrorCode.FORBIDDEN.value, message=f"signal {signum}: {exc.strerror}"))
+            self._send(conn, wire.Error(code=ErrorCode.FORBIDDEN.value,
+                                        message=f"signal {signum}: {exc.strerror}", seq=seq))
+            return
         except (OSError, ValueError) as exc:
-            self._refuse(conn, f"signal {signum}: {exc}")
+            self._refuse(conn, f"signal {signum}: {exc}", seq)
+            return
+        self._done(conn, seq)
 
     def _foreground(self) -> wire.ForegroundInfo:
         if self.master is None:

@@ -4,34 +4,31 @@ from __future__ import annotations
 
 import os
 
+import msgspec
+
 from vigil.daemon.agent.herdr_config import herdr_status_hint
-from vigil.protocol.api.scope import InitializeParams, InitializeResult
-
-from ..rpc.dispatch import CallContext, Dispatcher
-from ..rpc.scopes import Scopes
-
-#: What each profile may call when no explicit tool allowlist is given (spec: "Discovery
-#: and authority"); enforcement lands at the dispatch seam with the Agent workflows.
-PROFILE_TOOLS = {
-    "full": ["BashCommand", "Execution", "Agent"],
-    "coding": ["BashCommand", "Execution", "Agent"],
-    "terminal": ["BashCommand", "Execution", "Agent"],
-    "read-only": ["Execution", "Agent"],
-}
+from vigil.daemon.rpc.authority import Need, tools_of
+from vigil.daemon.rpc.dispatch import CallContext, Dispatcher
+from vigil.daemon.rpc.scopes import Scopes
+from vigil.protocol.api.scope import (
+    AgentBackends,
+    HerdrHint,
+    InitializeData,
+    InitializeParams,
+    InitializeResult,
+)
 
 
-def install(dispatcher: Dispatcher, scopes: Scopes) -> None:
-    @dispatcher.route("Initialize")
+def install(dispatcher: Dispatcher, *, scopes: Scopes) -> None:
+    @dispatcher.route("Initialize", authority=Need.UNSCOPED)
     async def initialize(ctx: CallContext, params: InitializeParams) -> InitializeResult:
         thread, resumed = scopes.open(
             params.workspace_root, thread_id=params.thread_id, thread_name=params.thread_name,
             mode=params.mode, profile=params.profile, tools=params.tools,
             change_mode=params.type == "user_asked_mode_change")
+        # No file read, no subprocess, no path: only whether the variable is present.
+        hint = msgspec.convert(herdr_status_hint(os.environ), HerdrHint)
         return InitializeResult(
             thread_id=thread.thread_id, workspace_root=thread.workspace_root, mode=thread.mode,
-            profile=thread.profile,
-            tools=thread.tools if thread.tools is not None else PROFILE_TOOLS[thread.profile],
-            resumed=resumed,
-            # No file read, no subprocess, no path: only whether the variable is present.
-            data={"agent_backends": {"herdr": herdr_status_hint(os.environ)}},
-        )
+            profile=thread.profile, tools=tools_of(thread), resumed=resumed,
+            data=InitializeData(agent_backends=AgentBackends(herdr=hint)))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from vigil.protocol.errors import ErrorCode, VigilError
+from vigil.daemon.rpc.authority import Need
 from vigil.daemon.settings import Settings
 from vigil.protocol.api.shell import (
     BashCommandParams,
@@ -16,15 +17,21 @@ from vigil.protocol.api.shell import (
 
 from ..rpc.dispatch import CallContext, Dispatcher
 from ..runtime.manager import RuntimeManager
-from ..rpc.scopes import Scopes
-from ..shell.manager import ShellManager, special_key
+from ..shell.manager import ShellManager, keys_to_bytes
+
+#: Actions that type into the shell: raw input (wcgw mode); the others run or check.
+_INPUT_ACTIONS = (SendTextAction, SendSpecialsAction, SendAsciiAction)
 
 
-def install(dispatcher: Dispatcher, *, scopes: Scopes, shells: ShellManager,
-            runtimes: RuntimeManager, settings: Settings) -> None:
-    @dispatcher.route("BashCommand")
+def authority(params: BashCommandParams) -> Need:
+    return Need.INPUT if isinstance(params.action, _INPUT_ACTIONS) else Need.RUN
+
+
+def install(dispatcher: Dispatcher, *, shells: ShellManager, runtimes: RuntimeManager,
+            settings: Settings) -> None:
+    @dispatcher.route("BashCommand", authority=authority)
     async def bash_command(ctx: CallContext, params: BashCommandParams) -> BashCommandResult:
-        thread = scopes.check(params.thread_id, params.workspace_root)
+        thread = ctx.thread
         wait = params.wait_for_seconds
         if wait is None:
             wait = settings.bash_wait_default_seconds
@@ -66,7 +73,7 @@ def install(dispatcher: Dispatcher, *, scopes: Scopes, shells: ShellManager,
             if not action.keys:
                 raise VigilError(ErrorCode.INVALID_REQUEST, "keys is empty",
                                  {"field": "params.action.keys"})
-            data = b"".join(special_key(k) for k in action.keys)
+            data = keys_to_bytes(action.keys, "params.action.keys")
         elif isinstance(action, SendAsciiAction):
             if not action.codes or any(not 0 <= c <= 255 for c in action.codes):
                 raise VigilError(ErrorCode.INVALID_REQUEST,

@@ -11,11 +11,14 @@ from __future__ import annotations
 
 import os
 import time
+from typing import Callable
 
 import msgspec
 import trio
 
-from vigil.daemon.recognize import IdleDebouncer, RecognitionInput, Registry
+from vigil.daemon.guardian.identity import parse_stat
+
+from . import IdleDebouncer, RecognitionInput, Registry
 from vigil.daemon.screen.snapshot import ScreenSnapshot as LiveScreen
 from vigil.daemon.settings import Settings
 
@@ -30,9 +33,8 @@ def _read(path: str) -> bytes:
 
 
 def _stat(pid: int) -> tuple[str, list[bytes]]:
-    """(comm, fields after comm) of /proc/PID/stat; comm runs to the *last* ")"."""
-    head, _, rest = _read(f"/proc/{pid}/stat").rpartition(b")")
-    return head.partition(b"(")[2].decode(errors="replace"), rest.split()
+    """(comm, fields after comm) of /proc/PID/stat."""
+    return parse_stat(_read(f"/proc/{pid}/stat"))
 
 
 class Foreground:
@@ -157,3 +159,15 @@ class Recognition:
                 leader, comm, argv = self.foreground.read() if self.foreground else (None, None, ())
                 self._evaluate(msgspec.structs.replace(self.last_input, foreground=comm,
                                                        foreground_argv=argv, leader=leader))
+
+
+class RecognitionFactory:
+    """Builds the `Recognition` of each live runtime (one registry, one set of settings for
+    all of them); the runtime manager calls it when it attaches a guardian."""
+
+    def __init__(self, registry: Registry, settings: Settings):
+        self.registry = registry
+        self.settings = settings
+
+    def __call__(self, child_pid: int | None, report: Callable[[str | None], None]) -> Recognition:
+        return Recognition(self.registry, self.settings, child_pid, report)

@@ -1,9 +1,11 @@
 """The dispatch seam: every RPC call passes through `Dispatcher.dispatch`, and only there.
 
-This is where later issues hang authorization (mode authority), telemetry phases and
-transcript `tool.call`/`tool.result` events, so handlers stay plain functions of
-`(context, params) -> result`. Params are validated against the method registry's type
-before the handler runs; a bad one is `invalid_request` naming the field.
+In order, for every call: the params are validated against the method registry's type (a
+bad one is `invalid_request` naming the field); for a scoped method the thread is resolved
+once from `(thread_id, workspace_root)` into `ctx.thread` (a mismatch reads exactly like a
+thread that does not exist) and the route's declared authority is checked; then the handler
+runs. Telemetry phases and router-fidelity transcript events hang here too, so handlers
+stay plain functions of `(context, params) -> typed result`.
 """
 
 from __future__ import annotations
@@ -13,10 +15,15 @@ from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable
 
 import msgspec
+import trio
 
 from vigil.protocol.connection import ServerConnection
 from vigil.protocol.errors import ErrorCode, VigilError
 from vigil.protocol.methods import Method, lookup
+
+from . import authority
+from .authority import Authority, Need
+from .scopes import Scopes, ThreadRecord
 
 log = logging.getLogger("vigild.dispatch")
 
@@ -38,10 +45,22 @@ class CallContext:
     peer: Peer
     method: str
     request_id: int | str | None
-    connection: Any = None  # the daemon-side connection object (for subscriptions/attach)
+    #: The daemon-side connection (its negotiated protocol; encoding for pushed events).
+    connection: ServerConnection | None = None
     #: `await send(frame)` on this call's connection (for handlers that push events).
     send: Any = None
+    #: The caller's thread, resolved once by the dispatcher for every scoped method.
+    thread: ThreadRecord | None = None
+    #: trio time at which the dispatcher took the call (deadlines that must cover
+    #: admission run from it).
+    started: float = 0.0
     extras: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def scope(self) -> str:
+        """The scope key of the caller's thread (scoped methods only)."""
+        assert self.thread is not None, f"{self.method} is not a scoped method"
+        return self.thread.scope
 
 
 Handler = Callable[[CallContext, Any], Awaitable[Any]]
@@ -59,26 +78,35 @@ ANSWERED = _Answered()
 class Route:
     method: Method
     handler: Handler
+    #: What the route needs (declared at registration; see authority.py).
+    authority: Authority
     #: Inline handlers run in the connection's reader task: no task spawn, pipelined order kept.
     #: Only for handlers that never wait on anything but a quick computation.
     inline: bool
+    #: Checks the whole request before the thread is looked up (raises invalid_request).
+    validate: Callable[[Any], None] | None = None
 
 
 class Dispatcher:
-    def __init__(self) -> None:
+    def __init__(self, scopes: Scopes) -> None:
         self._routes: dict[str, Route] = {}
-        #: authorize(ctx, method, params): raises to refuse (the mode authority table).
-        self.authorize: Callable[[CallContext, str, Any], None] | None = None
+        self._scopes = scopes
 
-    def route(self, name: str, *, inline: bool = False) -> Callable[[Handler], Handler]:
+    def route(self, name: str, *, authority: Authority, inline: bool = False,
+              validate: Callable[[Any], None] | None = None) -> Callable[[Handler], Handler]:
+        """Register the handler of `name`. `authority` is required: a route that does not
+        declare what it needs cannot be registered."""
         method = lookup(name)
         if method is None:
             raise KeyError(f"method {name!r} is not in the protocol registry")
+        if not (isinstance(authority, Need) or callable(authority)):
+            raise TypeError(f"method {name!r}: authority must be a Need or a function of "
+                            f"the params, not {authority!r}")
 
         def register(handler: Handler) -> Handler:
             if name in self._routes:
                 raise ValueError(f"method {name!r} routed twice")
-            self._routes[name] = Route(method, handler, inline)
+            self._routes[name] = Route(method, handler, authority, inline, validate)
             return handler
 
         return register
@@ -86,24 +114,38 @@ class Dispatcher:
     def get(self, name: str) -> Route | None:
         return self._routes.get(name)
 
+    @property
+    def method_names(self) -> list[str]:
+        return sorted(self._routes)
+
+    def admit(self, route: Route, ctx: CallContext, params: Any) -> None:
+        """Resolve the caller's thread and check the route's authority (raises `not_found`
+        for an unknown thread or a workspace mismatch, `forbidden` without authority)."""
+        need = authority.need_of(route.authority, params)
+        if need is Need.UNSCOPED:
+            return
+        ctx.thread = self._scopes.check(params.thread_id, params.workspace_root)
+        authority.check(ctx.thread, need)
+
     async def dispatch(self, conn: ServerConnection, ctx: CallContext, route: Route | None,
                        raw_params: msgspec.Raw | None) -> bytes:
         """Run one call and return the encoded answer frame (result or error)."""
         rid = ctx.request_id
+        ctx.started = trio.current_time()
         if route is None:
             return conn.send_error(rid, ErrorCode.METHOD_NOT_FOUND,
                                    f"unknown method {ctx.method!r}", {"method": ctx.method})
         try:
             params = conn.decode_params(raw_params, route.method.params)
-            if self.authorize is not None:
-                self.authorize(ctx, ctx.method, params)
+            if route.validate is not None:
+                route.validate(params)  # the whole request, before admission or history
+            self.admit(route, ctx, params)
             result = await route.handler(ctx, params)
             if result is ANSWERED:
                 return b""
             return conn.send_result(rid, result)
         except VigilError as exc:
-            code = exc.code.value if isinstance(exc.code, ErrorCode) else str(exc.code)
-            return conn.send_error(rid, code, exc.message, exc.data)
+            return conn.send_error(rid, exc.code, exc.message, exc.data)
         except Exception:
             # Contain the failure to this call: one handler's bug must not end the server or
             # even this connection (DESIGN.md trio pitfalls).

@@ -203,7 +203,7 @@ class Server:
             protocol=protocol,
             daemon_version=VERSION,
             daemon_epoch=self.state.epoch,
-            capabilities=sorted(self.state.capabilities),
+            capabilities=self.dispatcher.method_names,
             max_frame_bytes=self.state.settings.max_frame_bytes,
         )
 

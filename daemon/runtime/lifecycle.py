@@ -1,15 +1,10 @@
 """The lifecycle seam: one event stream inside the daemon.
 
 Everything that happens to an execution — started, output activity, screen changed, state
-recognized, prompt delivered, exited — is published here once, after it was persisted.
-Two kinds of consumers hang off it:
-
-- **waiters** (`vigil logs -f`, `Execution wait`, prompt receipts) register interest in a set
-  of execution ids and sleep on one `trio.Event` each; `publish` wakes exactly the waiters of
-  that execution, so a thousand idle waiters cost nothing and an event costs O(its waiters).
-- **subscribers** (archives, transcripts, event pushes to clients) get a bounded buffer each;
-  when one is full the newest event is dropped for that subscriber and counted (seeds/003:
-  drop-newest, a slow consumer never blocks the producer).
+recognized, exited — is published here once, after it was persisted. Waiters (`vigil logs
+-f`, `Execution wait`) register interest in a set of execution ids and sleep on one
+`trio.Event` each; `publish` wakes exactly the waiters of that execution, so a thousand idle
+waiters cost nothing and an event costs O(its waiters).
 
 `publish` is synchronous and never blocks: it runs on the ingest path.
 """
@@ -17,7 +12,6 @@ Two kinds of consumers hang off it:
 from __future__ import annotations
 
 import math
-from collections import deque
 from typing import Any, Iterable, Literal
 
 import msgspec
@@ -45,44 +39,9 @@ class Waiter:
         self.events: list[LifecycleEvent] = []
 
 
-class Subscription:
-    """A bounded queue of events for one consumer, drop-newest when full."""
-
-    def __init__(self, bus: "LifecycleBus", capacity: int):
-        self._bus = bus
-        self._queue: deque[LifecycleEvent] = deque()
-        self._capacity = capacity
-        self._ready = trio.Event()
-        self.dropped = 0
-        self.closed = False
-
-    def _offer(self, event: LifecycleEvent) -> None:
-        if len(self._queue) >= self._capacity:
-            self.dropped += 1
-            return
-        self._queue.append(event)
-        self._ready.set()
-
-    async def receive(self) -> LifecycleEvent:
-        while not self._queue:
-            if self.closed:
-                raise trio.EndOfChannel
-            self._ready = trio.Event()
-            await self._ready.wait()
-        return self._queue.popleft()
-
-    def close(self) -> None:
-        """Idempotent: closing twice is safe (seeds/003)."""
-        if not self.closed:
-            self.closed = True
-            self._bus._subscriptions.discard(self)
-            self._ready.set()
-
-
 class LifecycleBus:
     def __init__(self) -> None:
         self._waiters: dict[str, set[Waiter]] = {}
-        self._subscriptions: set[Subscription] = set()
         self.published = 0
 
     def publish(self, event: LifecycleEvent) -> None:
@@ -90,13 +49,6 @@ class LifecycleBus:
         for waiter in self._waiters.get(event.execution_id, ()):
             waiter.events.append(event)
             waiter.event.set()
-        for sub in tuple(self._subscriptions):
-            sub._offer(event)
-
-    def subscribe(self, capacity: int) -> Subscription:
-        sub = Subscription(self, capacity)
-        self._subscriptions.add(sub)
-        return sub
 
     def register(self, ids: Iterable[str]) -> Waiter:
         """Start listening before checking state, so nothing between check and wait is lost."""

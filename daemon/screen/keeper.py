@@ -170,7 +170,7 @@ class ScreenKeeper:
         if kind is Query.CPR:
             reply = None
             if len(self._replies) + _CPR_MAX <= self._settings.screen_reply_bytes:
-                self._catch_up()
+                self.catch_up()
                 s = self._screen
                 row = s.cursor.y + 1
                 if mo.DECOM in s.mode and s.margins is not None:
@@ -183,7 +183,10 @@ class ScreenKeeper:
             return
         self._replies += reply
 
-    def _catch_up(self) -> None:
+    def catch_up(self) -> None:
+        """Parse everything pending now (fast-forwarding a backlog beyond
+        `screen_backlog_seconds`, so this is bounded): for a snapshot that must include every
+        byte received so far (an attach's repaint, a prompt's readiness, the final screen)."""
         while self.process(float("inf")):
             pass
 

@@ -22,7 +22,8 @@ import trio
 
 from vigil.daemon.guardian.launch import ensure_private_dir
 from vigil.daemon.store import ExecutionRecord, Store, new_execution_id
-from vigil.protocol.errors import ErrorCode, VigilError
+from vigil.protocol.errors import ErrorCode, VigilError, invalid_request
+from vigil.protocol.keys import UnknownKey, key_bytes
 from vigil.daemon.settings import Settings
 from vigil.protocol.api.shell import BashCommandResult
 
@@ -32,25 +33,12 @@ from .markers import Done, MarkerScanner, Segment, Started, rcfile
 
 log = logging.getLogger("vigild.shell")
 
-#: Named keys for send_specials (xterm sequences in normal cursor mode).
-SPECIAL_KEYS = {
-    "enter": b"\r", "tab": b"\t", "escape": b"\x1b", "backspace": b"\x7f", "space": b" ",
-    "key-up": b"\x1b[A", "key-down": b"\x1b[B", "key-right": b"\x1b[C", "key-left": b"\x1b[D",
-    "home": b"\x1b[H", "end": b"\x1b[F", "page-up": b"\x1b[5~", "page-down": b"\x1b[6~",
-    "delete": b"\x1b[3~", "insert": b"\x1b[2~",
-}
-
-
-def special_key(name: str) -> bytes:
-    """Bytes for a key name: the table above, or Ctrl-<letter> (Ctrl-c → 0x03)."""
-    key = name.strip().lower().replace("_", "-")
-    if key in SPECIAL_KEYS:
-        return SPECIAL_KEYS[key]
-    if key.startswith("ctrl-") and len(key) == 6 and ("a" <= key[5] <= "z" or key[5] in "[\\]"):
-        return bytes([ord(key[5].upper()) & 0x1F])
-    raise VigilError(ErrorCode.INVALID_REQUEST,
-                     f"unknown key {name!r}; known: {', '.join(sorted(SPECIAL_KEYS))}, Ctrl-a…Ctrl-z",
-                     {"field": "params.action.keys"})
+def keys_to_bytes(names: list[str], field: str) -> bytes:
+    """The bytes of named keys (vigil.protocol.keys), or `invalid_request` naming the field."""
+    try:
+        return b"".join(key_bytes(name) for name in names)
+    except UnknownKey as exc:
+        raise invalid_request(str(exc), field) from None
 
 
 class ShellSession:
@@ -147,11 +135,11 @@ class ShellManager:
         self.shell_dir = shell_dir
         self.sessions: dict[str, ShellSession] = {}
         self._starting: dict[str, trio.Event] = {}
-        runtimes.observer_factory = self._observers_for
 
-    # --- recovery: called by RuntimeManager for each record it re-attaches ------------------
+    # --- RuntimeHooks: what the runtime manager tells us -------------------------------------
 
-    def _observers_for(self, record: ExecutionRecord) -> list:
+    def observers_for(self, record: ExecutionRecord) -> list:
+        """A shell being re-attached at recovery gets its session (and marker scanner) back."""
         if record.kind != "shell":
             return []
         thread = next((t for t in self.scopes.all() if t.shell_execution_id == record.execution_id),
@@ -163,7 +151,7 @@ class ShellManager:
         self.sessions[thread.thread_id] = session
         return [session.observe]
 
-    def recover_commands(self, records: list[ExecutionRecord]) -> list[tuple[str, dict]]:
+    def settle_orphans(self, records: list[ExecutionRecord]) -> list[tuple[str, dict]]:
         """Re-bind running shell commands to their recovered shells; settle the orphans."""
         settle = []
         for rec in records:
@@ -322,7 +310,7 @@ class ShellManager:
     def _last_cmd(self, session: ShellSession) -> str | None:
         return session.last_cmd_eid
 
-    def shell_ended(self, record: ExecutionRecord) -> None:
+    def runtime_ended(self, record: ExecutionRecord) -> None:
         """The shell itself ended (e.g. `exit`): its running command ends with it."""
         for session in list(self.sessions.values()):
             if session.shell_eid != record.execution_id:

@@ -90,7 +90,12 @@ class ExecutionRecord(msgspec.Struct, kw_only=True, frozen=True):
     #: Store-managed: the most recent guardian gaps as [start, end) offsets, capped at
     #: Settings.store_gaps_kept; gaps older than the retained start are forgotten.
     gaps: list[tuple[int, int]] = []
+    #: Store-managed: commits that persisted new output for this execution (the activity a
+    #: capture covers: equal values saw the same output).
     output_activity_seq: int = 0
+    #: Never written since schema 1's first release: whether output is pending is runtime
+    #: knowledge (uncommitted bytes, a guardian ahead of the store), computed when a record
+    #: is shown. Kept so that old records decode.
     output_pending: bool = False
     rows: int | None = None
     cols: int | None = None
@@ -136,13 +141,16 @@ STORE_MANAGED = frozenset(
         "screen_bytes",
         "screen_snapshot",
         "output_change_seq",
+        "output_activity_seq",
+        "output_pending",
     }
 )
 UPDATABLE = frozenset(ExecutionRecord.__struct_fields__) - STORE_MANAGED
 
 
-class ScreenSnapshot(msgspec.Struct, kw_only=True, frozen=True):
-    """The last visible screen of an execution, as the screen keeper rendered it.
+class StoredScreen(msgspec.Struct, kw_only=True, frozen=True):
+    """The last visible screen of an execution, as the store keeps it (the screen keeper's
+    live `vigil.daemon.screen.ScreenSnapshot`, converted in runtime/manager.py).
 
     `snapshot` increases with every change so that a screen cursor from an older snapshot is
     answered with `resync_required` rather than a page of a different screen.
@@ -217,7 +225,7 @@ def scope_hash(scope: str) -> bytes:
 
 _encoder = msgspec.msgpack.Encoder()
 _record_decoder = msgspec.msgpack.Decoder(ExecutionRecord)
-_screen_decoder = msgspec.msgpack.Decoder(ScreenSnapshot)
+_screen_decoder = msgspec.msgpack.Decoder(StoredScreen)
 
 
 def encode(obj: msgspec.Struct) -> bytes:
@@ -241,7 +249,7 @@ def decode_record(raw: bytes) -> ExecutionRecord:
     return rec
 
 
-def decode_screen(raw: bytes) -> ScreenSnapshot:
+def decode_screen(raw: bytes) -> StoredScreen:
     try:
         return _screen_decoder.decode(raw)
     except msgspec.DecodeError as exc:

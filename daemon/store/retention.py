@@ -21,7 +21,7 @@ from __future__ import annotations
 import msgspec
 
 from . import keys
-from .output import delete_all_output, prune_output
+from .output import prune_output
 from .records import ExecutionRecord, scope_hash
 from .tx import Tx
 
@@ -31,19 +31,13 @@ def remove_record(tx: Tx, rec: ExecutionRecord) -> None:
     eid = bytes.fromhex(rec.execution_id)
     shash = scope_hash(rec.scope)
     txn, dbs = tx.txn, tx.dbs
-    delete_all_output(tx, eid)
+    tx.delete_prefix("output", eid)
     txn.delete(eid, db=dbs["screens"])
     txn.delete(eid, db=dbs["executions"])
     txn.delete(keys.by_scope_key(shash, rec.started_unix_ms, eid), db=dbs["by_scope"])
     if rec.terminal_at_unix_ms is not None:
         txn.delete(keys.expiry_key(rec.terminal_at_unix_ms, eid), db=dbs["expiry"])
-    cur = txn.cursor(db=dbs["receipts"])
-    ok = cur.set_range(eid)
-    while ok:
-        key = cur.key()
-        if not key or key[: keys.ID_LEN] != eid:
-            break
-        ok = cur.delete()
+    tx.delete_prefix("receipts", eid)
     tx.add_usage(shash, records=-1, nbytes=-(rec.output_stored_bytes + rec.screen_bytes))
     tx.add_change(rec, "removed")
 

@@ -40,7 +40,7 @@ from .records import (
     UPDATABLE,
     ChangeEntry,
     ExecutionRecord,
-    ScreenSnapshot,
+    StoredScreen,
     decode_record,
     decode_screen,
     encode,
@@ -69,15 +69,17 @@ class ExecutionUpdate(msgspec.Struct, kw_only=True, frozen=True):
     execution_id: str
     output: list[tuple[int, bytes]] = []
     fields: dict[str, Any] = {}
-    screen: ScreenSnapshot | None = None
+    screen: StoredScreen | None = None
 
 
 class BatchResult(msgspec.Struct, kw_only=True, frozen=True):
-    """Outcome of `commit_batch`: the records as committed, and ids that do not exist."""
+    """Outcome of `commit_batch`: the records as committed, ids that do not exist, and items
+    refused as impossible (execution id, reason) — those were dropped, the rest committed."""
 
     records: dict[str, ExecutionRecord]
     missing: list[str]
     change_seq: int
+    rejected: list[tuple[str, str]] = []
 
 
 class Listing(msgspec.Struct, kw_only=True, frozen=True):
@@ -142,7 +144,7 @@ class CatalogView:
                     break
         return Listing(records=out, change_seq=self.tx.latest_change_seq(), total=self.tx.usage(shash).records)
 
-    def get_screen(self, scope: str, execution_id: str) -> ScreenSnapshot | None:
+    def get_screen(self, scope: str, execution_id: str) -> StoredScreen | None:
         if self.get(scope, execution_id) is None:
             return None
         raw = self.tx.txn.get(id_bytes(execution_id), db=self.tx.dbs["screens"])
@@ -263,7 +265,7 @@ class Store:
         with self.catalog() as view:
             return view.list(scope, limit)
 
-    def get_screen(self, scope: str, execution_id: str) -> ScreenSnapshot | None:
+    def get_screen(self, scope: str, execution_id: str) -> StoredScreen | None:
         parse_execution_id(execution_id)
         with self.catalog() as view:
             return view.get_screen(scope, execution_id)
@@ -349,6 +351,8 @@ class Store:
             ExecutionNotFound, InvalidArgument, StoreError.
         """
         result = self.commit_batch([ExecutionUpdate(execution_id=execution_id, fields=fields)])
+        for _eid, reason in result.rejected:
+            raise InvalidArgument(reason)
         if execution_id in result.missing:
             raise ExecutionNotFound()
         return result.records[execution_id]
@@ -356,32 +360,46 @@ class Store:
     def commit_batch(self, items: Sequence[ExecutionUpdate]) -> BatchResult:
         """Apply one ingest tick: every item, retention and expiry, in ONE write transaction.
 
-        Items naming an execution that does not exist are skipped and listed in `missing`
-        (the rest is still committed). Several items for one execution apply in order.
+        Items naming an execution that does not exist are skipped and listed in `missing`;
+        an impossible item (a field that may not be updated, a bad value, a status move the
+        outcome rules forbid) is dropped and listed in `rejected` with the reason — one bad
+        item never holds back the others. Several items for one execution apply in order.
 
         Raises:
-            InvalidArgument: a field that may not be updated, a bad value or status move
-                (nothing of the batch is committed).
             StoreError: the store cannot be written (nothing of the batch is committed).
         """
+        rejected: list[tuple[str, str]] = []
+        valid: list[ExecutionUpdate] = []
         for item in items:
-            parse_execution_id(item.execution_id)
+            try:
+                parse_execution_id(item.execution_id)
+            except InvalidArgument as exc:
+                rejected.append((item.execution_id, exc.message))
+                continue
             bad = set(item.fields) - UPDATABLE
             if bad:
-                raise InvalidArgument(f"fields not updatable: {', '.join(sorted(bad))}")
+                rejected.append((item.execution_id,
+                                 f"fields not updatable: {', '.join(sorted(bad))}"))
+                continue
+            valid.append(item)
 
         def fn(tx: Tx) -> BatchResult:
             expire_due(tx)
             missing: list[str] = []
+            refused = list(rejected)
             touched: dict[str, ExecutionRecord] = {}
             byte_scopes: set[bytes] = set()
-            for item in items:
+            for item in valid:
                 rec = tx.get_record(bytes.fromhex(item.execution_id))
                 if rec is None:
                     if item.execution_id not in missing:
                         missing.append(item.execution_id)
                     continue
-                rec, grew = self._apply(tx, rec, item)
+                try:
+                    rec, grew = self._apply(tx, rec, item)
+                except InvalidArgument as exc:  # raised before the item wrote anything
+                    refused.append((item.execution_id, exc.message))
+                    continue
                 touched[rec.execution_id] = rec
                 if grew:
                     byte_scopes.add(scope_hash(rec.scope))
@@ -394,12 +412,17 @@ class Store:
                     missing.append(eid)  # removed by retention in this very transaction
                 else:
                     records[eid] = rec
-            return BatchResult(records=records, missing=missing, change_seq=tx.latest_change_seq())
+            return BatchResult(records=records, missing=missing, change_seq=tx.latest_change_seq(),
+                               rejected=refused)
 
         return self._write(fn)
 
     def _apply(self, tx: Tx, rec: ExecutionRecord, item: ExecutionUpdate) -> tuple[ExecutionRecord, bool]:
-        """One item against one record; returns (record, whether the scope's bytes grew)."""
+        """One item against one record; returns (record, whether the scope's bytes grew).
+
+        Raises:
+            InvalidArgument: a bad field value or status move — before anything is written.
+        """
         s = self.settings
         old = rec
         shash = scope_hash(rec.scope)
@@ -428,7 +451,7 @@ class Store:
                     tx.add_usage(shash, nbytes=-freed)
                 grew = stored > freed
                 events.append(("output", None))
-                rec = new
+                rec = msgspec.structs.replace(new, output_activity_seq=new.output_activity_seq + 1)
         if item.screen is not None:
             rec, delta = self._put_screen(tx, rec, item.screen)
             if delta is not None:
@@ -447,7 +470,7 @@ class Store:
         tx.put_record(rec)
         return rec, grew
 
-    def _put_screen(self, tx: Tx, rec: ExecutionRecord, screen: ScreenSnapshot) -> tuple[ExecutionRecord, int | None]:
+    def _put_screen(self, tx: Tx, rec: ExecutionRecord, screen: StoredScreen) -> tuple[ExecutionRecord, int | None]:
         """Store the screen if it differs; returns (record, byte delta or None if unchanged)."""
         cap = self.settings.retention_screen_bytes
         text = screen.text
@@ -534,7 +557,7 @@ class Store:
     # --- diagnostics --------------------------------------------------------------------------
 
     def check_invariants(self) -> None:
-        """Recompute every derived count from scratch and compare (tests, `vigil doctor`).
+        """Recompute every derived count from scratch and compare (the tests call it after every scenario).
 
         Raises:
             AssertionError: naming the first invariant that does not hold.

@@ -64,6 +64,17 @@ class Tx:
         raw = self.txn.get(eid, db=self.dbs["executions"])
         return None if raw is None else decode_record(raw)
 
+    def delete_prefix(self, db: str, prefix: bytes) -> None:
+        """Delete every key of `db` that starts with `prefix` (an execution's chunks, its
+        receipts)."""
+        cur = self.txn.cursor(db=self.dbs[db])
+        ok = cur.set_range(prefix)
+        while ok:
+            key = cur.key()
+            if not key or key[: len(prefix)] != prefix:
+                break
+            ok = cur.delete()  # deletes and moves to the next entry
+
     def put_record(self, rec: ExecutionRecord) -> None:
         self.txn.put(bytes.fromhex(rec.execution_id), encode(rec), db=self.dbs["executions"])
 

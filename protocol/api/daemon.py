@@ -16,7 +16,8 @@ class HelloParams(msgspec.Struct, kw_only=True):
 
 
 class HelloResult(msgspec.Struct, kw_only=True):
-    """The daemon's answer to `hello`: what was agreed and who answered."""
+    """The daemon's answer to `hello`: what was agreed and who answered. `capabilities`
+    names every method this daemon serves."""
 
     protocol: int
     daemon_version: str
@@ -42,8 +43,20 @@ class StatusParams(msgspec.Struct, kw_only=True):
     """Ask the daemon who and where it is."""
 
 
+class StoreHealth(msgspec.Struct, kw_only=True):
+    """Whether the store accepts writes. While it does not (disk full, read-only), output
+    and outcomes wait in the daemon and the guardians and are retried: nothing is lost until
+    a guardian's ring overflows, which is then recorded as a gap."""
+
+    ok: bool
+    failing_since_unix_ms: int | None = None
+    last_error: str | None = None
+    failed_commits: int = 0
+
+
 class StatusResult(msgspec.Struct, kw_only=True):
-    """The daemon's identity, location and load."""
+    """The daemon's identity, location, load and store health. `protocol` is the version
+    negotiated on this connection."""
 
     version: str
     protocol: int
@@ -56,3 +69,4 @@ class StatusResult(msgspec.Struct, kw_only=True):
     socket_activated: bool
     open_fds: int
     tasks: int
+    store: StoreHealth

@@ -11,7 +11,7 @@ from typing import Literal
 
 import msgspec
 
-from .execution import Scoped
+from .scope import Scoped
 
 
 class CommandAction(msgspec.Struct, tag_field="type", tag="command", kw_only=True):

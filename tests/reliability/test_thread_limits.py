@@ -60,8 +60,8 @@ def test_tool_lists_are_bounded(home, daemon, workspace):
         assert shape(err) == ("invalid_request",
                               f"a tool name of {longest + 1} bytes; at most {longest} are accepted "
                               f"(tool_name_max_bytes)", {"field": "params.tools[1]"})
-        ok = initialize(c, workspace, thread_name="t", tools=["Execution"] * most)
-        assert ok["tools"] == ["Execution"] * most
+        ok = initialize(c, workspace, thread_name="t", tools=["Execution"] * most)  # at the limit
+        assert ok["resumed"] is False and ok["tools"] == ["Execution"]  # accepted, deduplicated
 
 
 def test_threads_per_principal_are_counted(home, workspace):

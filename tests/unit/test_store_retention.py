@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from tests.unit.test_store_support import T0, FakeClock, new_record, open_store
-from vigil.daemon.store import ExecutionUpdate, ScreenSnapshot, read_output_page, scope_hash
+from vigil.daemon.store import ExecutionUpdate, StoredScreen, read_output_page, scope_hash
 
 SCOPE = "local\0t1\0/w"
 KiB = 1024
@@ -95,7 +95,7 @@ def test_scope_bytes_count_screens(tmp_path, clock):
     store = open_store(tmp_path, clock, retention_scope_bytes=64 * KiB, retention_screen_bytes=16 * KiB)
     done = store.create_execution(new_record(started=T0))
     store.commit_batch(
-        [ExecutionUpdate(execution_id=done.execution_id, screen=ScreenSnapshot(snapshot=0, text="s" * 10 * KiB, rows=1, cols=1))]
+        [ExecutionUpdate(execution_id=done.execution_id, screen=StoredScreen(snapshot=0, text="s" * 10 * KiB, rows=1, cols=1))]
     )
     store.update(done.execution_id, status="exited", exit_code=0)
     active = store.create_execution(new_record(started=T0 + 1))
