@@ -111,7 +111,7 @@ class Claim:
 def _same_inode(path: Path, inode: tuple[int, int]) -> bool:
     try:
         st = os.lstat(path)
-    except FileNotFoundError:
+    except OSError:  # gone, or its dir replaced by something else (ENOTDIR)
         return False
     return (st.st_dev, st.st_ino) == inode
 
