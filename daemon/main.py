@@ -109,7 +109,8 @@ async def serve(state: DaemonState, claim: rendezvous.Claim, ready_fd: int | Non
             await nursery.start(keep_reachable, claim, server.adopt,
                                 settings.runtime_dir_settle_seconds,
                                 settings.runtime_dir_retry_seconds)
-            await nursery.start(memory.thaw_periodically, settings.gc_thaw_seconds)
+            await nursery.start(memory.collect_on_a_timer, settings.gc_collect_seconds,
+                                settings.gc_allocations_max)
             # Logged before readiness is told, so a starter that reads the log after READY
             # finds this line there.
             log.info("vigild %s listening on %s (pid %d)", VERSION, state.socket_path, os.getpid())
@@ -164,8 +165,6 @@ def main(argv: list[str] | None = None) -> int:
         socket_path = Path(paths.socket_path())
     lock_path = socket_path.with_name(socket_path.name + ".lock")
     state_dir = Path(paths.state_dir())
-    freezer = memory.FreezeLongLived(settings.gc_freeze_after_seconds)
-    freezer.install()
     with contextlib.ExitStack() as held:  # released in reverse order, however we leave
         try:
             # The state dir first: a daemon that may not own the store never touches the socket.

@@ -34,14 +34,14 @@ class Settings(WireLimits, kw_only=True, forbid_unknown_fields=True, frozen=True
         0.001, 10, "after the runtime dir, socket or lock file is deleted, wait this long "
         "without further deletions before recreating them, so an `rm -rf` can finish (ours: 0.1 s)"
     ) = 0.1
-    gc_freeze_after_seconds: _f(
-        0.001, 10, "a full garbage collection that held the daemon longer than this freezes its "
-        "survivors, so later ones do not walk them again (ours: 20 ms, the ping target)"
-    ) = 0.02
-    gc_thaw_seconds: _f(
-        1, 86400, "this often frozen objects are thawed and collected once, reclaiming garbage "
-        "cycles among them (one pause, ~150 ms at 500 executions; ours: 15 min)"
-    ) = 900.0
+    gc_collect_seconds: _f(
+        1, 86400, "the cycle collector runs on this timer instead of on allocation counts (one "
+        "pause, ~150 ms at 500 executions; daemon/process/memory.py says why; ours: 5 min)"
+    ) = 300.0
+    gc_allocations_max: _r(
+        10_000, 1 << 40, "...or as soon as this many more objects are alive than after its last "
+        "run (a backstop against garbage cycles piling up; ours: 1,000,000)"
+    ) = 1_000_000
     runtime_dir_retry_seconds: _f(
         0.1, 3600, "retry interval when the runtime dir cannot be recreated (ours: 5 s)"
     ) = 5.0

@@ -1,21 +1,22 @@
 """The daemon process's memory policy, set once at start by the composition root (main.py):
-glibc's malloc arenas, and when the cycle collector stops walking long-lived objects.
+glibc's malloc arenas, and when the cycle collector runs.
 
-The cycle collector. With many executions the daemon holds a large population of objects
-that live as long as their execution (its tasks, its screen, its recognizer): about 185,000
-at 500 executions. Each full collection walks every one of them, finds nothing to free, and
-holds the trio thread meanwhile: 80–220 ms at 500 executions, every few seconds while they
-print (measured with gc.callbacks; tests/bench/bench_many.py). So a full collection that took
-longer than `gc_freeze_after_seconds` freezes its survivors (`gc.freeze`: the collector
-no longer walks them; reference counting still frees them as usual), and the next full
-collections walk only what came since. Freezing after *every* full collection was tried and
-is worse: it also freezes the many objects that live a second or so (the await chains of
-waiting tasks), and as they die, CPython's young-generation counter (allocations minus
-deallocations) stops rising, so young collections come late and walk 70,000 objects.
+The cycle collector runs on a timer, not on allocation counts. CPython starts a collection
+every few hundred net allocations and, every so often, a full one over every tracked
+object; it holds the trio thread while it walks. With 500 executions printing a line a
+second, the daemon keeps ~185,000 objects alive (each execution's tasks, screen,
+recognizer) and about 50,000 that live a second or so (the await chains of waiting tasks);
+collections walked them several times a second, 10-60 ms each, and in full every few
+seconds, 80-220 ms — and freed nearly nothing (0 to 52 objects: the daemon makes almost no
+cyclic garbage; reference counting frees the rest). Those pauses were the largest part
+of the ping latency at 500 executions (tests/bench/bench_many.py). Tried and rejected: freezing the survivors of long full
+collections (`gc.freeze`) — it also freezes the short-lived objects, whose deaths then stall
+CPython's young-generation counter, so young collections come late and walk 70,000 objects.
 
-A frozen object that later becomes part of a garbage cycle is only reclaimed by a
-collection after `gc.unfreeze`: every `gc_thaw_seconds` everything is thawed and collected
-once (one long pause in that interval), and the next long collection freezes again.
+So automatic collection is off, and a full collection runs every `gc_collect_seconds` — one
+pause in that interval, ~150 ms at 500 executions, a few ms with a few — or sooner once
+`gc_allocations_max` more objects are alive than at the last run (a backstop: garbage
+cycles made at a rate no one expected cannot pile up for long).
 """
 
 from __future__ import annotations
@@ -42,40 +43,24 @@ def limit_malloc_arenas(arenas: int = 2) -> None:
         pass
 
 
-class FreezeLongLived:
-    """The gc callback that freezes the survivors of a full collection that took too long."""
-
-    def __init__(self, after_seconds: float):
-        self.after_seconds = after_seconds
-        self._started = 0.0
-        self.freezes = 0
-
-    def __call__(self, phase: str, info: dict) -> None:
-        if info["generation"] != 2:
-            return
-        if phase == "start":
-            self._started = time.perf_counter()
-        elif time.perf_counter() - self._started > self.after_seconds:
-            gc.freeze()
-            self.freezes += 1
-
-    def install(self) -> None:
-        if self not in gc.callbacks:
-            gc.callbacks.append(self)
-
-    def remove(self) -> None:
-        if self in gc.callbacks:
-            gc.callbacks.remove(self)
-
-
-async def thaw_periodically(interval: float, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
-    """Every `interval` seconds: thaw and collect everything once, reclaiming garbage cycles
-    among frozen objects (that collection is long, so it freezes the survivors again)."""
-    task_status.started()
-    while True:
-        await trio.sleep(interval)
-        t0 = time.perf_counter()
-        gc.unfreeze()
-        collected = gc.collect()
-        log.debug("thawed: a full collection took %.0f ms and freed %d objects",
-                  (time.perf_counter() - t0) * 1000, collected)
+async def collect_on_a_timer(interval: float, allocations_max: int, check_seconds: float = 1.0,
+                             *, task_status=trio.TASK_STATUS_IGNORED) -> None:
+    """Turn automatic cycle collection off and collect every `interval` seconds, or at the
+    first check (every `check_seconds`) that finds `allocations_max` more tracked objects
+    alive than after the last collection. Re-enables automatic collection when cancelled."""
+    gc.disable()
+    try:
+        task_status.started()
+        last = trio.current_time()
+        while True:
+            await trio.sleep(check_seconds)
+            grown = gc.get_count()[0]  # net allocations since the last collection
+            if trio.current_time() - last < interval and grown < allocations_max:
+                continue
+            t0 = time.perf_counter()
+            freed = gc.collect()
+            last = trio.current_time()
+            log.debug("cycle collection: %.0f ms, %d objects freed, %d allocations since the last",
+                      (time.perf_counter() - t0) * 1000, freed, grown)
+    finally:
+        gc.enable()

@@ -1,8 +1,7 @@
-"""The daemon's cycle-collector policy (daemon/process/memory.py): a full collection that
-took longer than the setting freezes its survivors, so the next ones do not walk them; a
-quick one does not (freezing short-lived objects skews the young generation's counter); a
-periodic thaw collects once more and reclaims a cycle among frozen objects that has become
-garbage."""
+"""The daemon's cycle collector runs on a timer (daemon/process/memory.py): automatic
+collection is off while the task runs, a garbage cycle is freed when the timer comes due
+(not before), a burst of allocations past the backstop collects at the next check, and
+automatic collection is back once the task ends."""
 
 import gc
 import weakref
@@ -17,44 +16,43 @@ class Node:
         self.other = None
 
 
-def cycle():
+def garbage_cycle() -> weakref.ref:
     a, b = Node(), Node()
     a.other, b.other = b, a  # only the cycle collector can free it
-    return a
+    return weakref.ref(a)
 
 
-def test_a_quick_full_collection_freezes_nothing():
-    freezer = memory.FreezeLongLived(after_seconds=3600)
-    freezer.install()
-    try:
-        gc.collect()
-        assert freezer.freezes == 0 and gc.get_freeze_count() == 0
-    finally:
-        freezer.remove()
+def test_the_timer_collects_and_only_the_timer(autojump_clock):
+    async def main():
+        async with trio.open_nursery() as nursery:
+            await nursery.start(memory.collect_on_a_timer, 300.0, 10**9)
+            assert not gc.isenabled()
+            gc.collect()  # start from nothing pending
+            gone = garbage_cycle()
+            junk = [[] for _ in range(5000)]  # allocations that would have triggered one
+            await trio.sleep(299)
+            assert gone() is not None  # nobody collected it yet
+            await trio.sleep(2)
+            assert gone() is None  # the timer did
+            del junk
+            nursery.cancel_scope.cancel()
+
+    trio.run(main, clock=autojump_clock)
+    assert gc.isenabled()
 
 
-def test_a_long_one_freezes_and_a_thaw_reclaims_dead_cycles(autojump_clock):
-    freezer = memory.FreezeLongLived(after_seconds=0.0)  # every full collection is "long"
-    freezer.install()
-    try:
-        kept = cycle()
-        gc.collect()
-        assert freezer.freezes == 1 and gc.get_freeze_count() > 0
-        assert gc.get_objects(2) == []  # nothing left for the next full collection to walk
-        gone = weakref.ref(kept)
-        del kept  # garbage now, but frozen: a collection without a thaw does not see it
-        gc.collect(1)
-        assert gone() is not None
+def test_a_burst_of_allocations_collects_at_the_next_check(autojump_clock):
+    async def main():
+        async with trio.open_nursery() as nursery:
+            await nursery.start(memory.collect_on_a_timer, 3600.0, 10_000)
+            gc.collect()
+            gone = garbage_cycle()
+            kept = [[] for _ in range(20_000)]  # alive, past the backstop
+            await trio.sleep(1.5)
+            assert gone() is None
+            assert gc.get_count()[0] < 10_000
+            del kept
+            nursery.cancel_scope.cancel()
 
-        async def main():
-            async with trio.open_nursery() as nursery:
-                await nursery.start(memory.thaw_periodically, 60.0)
-                await trio.sleep(61)
-                nursery.cancel_scope.cancel()
-
-        trio.run(main, clock=autojump_clock)
-        assert gone() is None  # the thaw's collection reclaimed the cycle
-        assert gc.get_freeze_count() > 0  # and, being long, froze the survivors again
-    finally:
-        freezer.remove()
-        gc.unfreeze()
+    trio.run(main, clock=autojump_clock)
+    assert gc.isenabled()
