@@ -110,7 +110,7 @@ async def serve(state: DaemonState, claim: rendezvous.Claim, ready_fd: int | Non
                                 settings.runtime_dir_settle_seconds,
                                 settings.runtime_dir_retry_seconds)
             await nursery.start(memory.collect_on_a_timer, settings.gc_collect_seconds,
-                                settings.gc_allocations_max)
+                                settings.gc_allocations_max, settings.gc_thaw_seconds)
             # Logged before readiness is told, so a starter that reads the log after READY
             # finds this line there.
             log.info("vigild %s listening on %s (pid %d)", VERSION, state.socket_path, os.getpid())

@@ -35,9 +35,13 @@ class Settings(WireLimits, kw_only=True, forbid_unknown_fields=True, frozen=True
         "without further deletions before recreating them, so an `rm -rf` can finish (ours: 0.1 s)"
     ) = 0.1
     gc_collect_seconds: _f(
-        1, 86400, "the cycle collector runs on this timer instead of on allocation counts (one "
-        "pause, ~150 ms at 500 executions; daemon/process/memory.py says why; ours: 5 min)"
+        1, 86400, "the cycle collector runs on this timer instead of on allocation counts "
+        "(daemon/process/memory.py says why; ours: 5 min)"
     ) = 300.0
+    gc_thaw_seconds: _f(
+        1, 7 * 86400, "the cycle collector freezes what survives each run; this often a run "
+        "thaws everything first, reclaiming cycles among frozen objects (ours: 1 h)"
+    ) = 3600.0
     gc_allocations_max: _r(
         10_000, 1 << 40, "...or as soon as this many more objects are alive than after its last "
         "run (a backstop against garbage cycles piling up; ours: 1,000,000)"

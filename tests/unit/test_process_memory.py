@@ -1,7 +1,8 @@
 """The daemon's cycle collector runs on a timer (daemon/process/memory.py): automatic
 collection is off while the task runs, a garbage cycle is freed when the timer comes due
-(not before), a burst of allocations past the backstop collects at the next check, and
-automatic collection is back once the task ends."""
+(not before), a burst of allocations past the backstop collects at the next check, what
+survives a run is frozen until a thawing run, and automatic collection is back (nothing
+frozen) once the task ends."""
 
 import gc
 import weakref
@@ -25,7 +26,7 @@ def garbage_cycle() -> weakref.ref:
 def test_the_timer_collects_and_only_the_timer(autojump_clock):
     async def main():
         async with trio.open_nursery() as nursery:
-            await nursery.start(memory.collect_on_a_timer, 300.0, 10**9)
+            await nursery.start(memory.collect_on_a_timer, 300.0, 10**9, 10**6)
             assert not gc.isenabled()
             gc.collect()  # start from nothing pending
             gone = garbage_cycle()
@@ -38,13 +39,13 @@ def test_the_timer_collects_and_only_the_timer(autojump_clock):
             nursery.cancel_scope.cancel()
 
     trio.run(main, clock=autojump_clock)
-    assert gc.isenabled()
+    assert gc.isenabled() and gc.get_freeze_count() == 0
 
 
 def test_a_burst_of_allocations_collects_at_the_next_check(autojump_clock):
     async def main():
         async with trio.open_nursery() as nursery:
-            await nursery.start(memory.collect_on_a_timer, 3600.0, 10_000)
+            await nursery.start(memory.collect_on_a_timer, 3600.0, 10_000, 10**6)
             gc.collect()
             gone = garbage_cycle()
             kept = [[] for _ in range(20_000)]  # alive, past the backstop
@@ -55,4 +56,25 @@ def test_a_burst_of_allocations_collects_at_the_next_check(autojump_clock):
             nursery.cancel_scope.cancel()
 
     trio.run(main, clock=autojump_clock)
-    assert gc.isenabled()
+    assert gc.isenabled() and gc.get_freeze_count() == 0
+
+
+def test_survivors_are_frozen_until_a_thawing_run(autojump_clock):
+    async def main():
+        async with trio.open_nursery() as nursery:
+            await nursery.start(memory.collect_on_a_timer, 10.0, 10**9, 25.0)
+            a = Node()
+            a.other = Node()
+            a.other.other = a  # alive at the first run: frozen with the survivors
+            await trio.sleep(11)
+            assert gc.get_freeze_count() > 0 and gc.get_objects(2) == []
+            gone = weakref.ref(a)
+            del a  # garbage now, but frozen
+            await trio.sleep(10)  # the second run (t=20) does not thaw
+            assert gone() is not None
+            await trio.sleep(10)  # the third (t=30) is past the thaw interval
+            assert gone() is None
+            nursery.cancel_scope.cancel()
+
+    trio.run(main, clock=autojump_clock)
+    assert gc.isenabled() and gc.get_freeze_count() == 0
