@@ -96,6 +96,10 @@ def build_parser() -> argparse.ArgumentParser:
                              "else the enclosing git repository, else the current directory)")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     cmd_exec.add_parsers(sub, _json_flag)
+    from .commands import mcp as mcp_commands, report as report_commands
+
+    mcp_commands.add_parsers(sub)
+    report_commands.add_parsers(sub)
 
     p = sub.add_parser("status", help="show the daemon's status (starts it if needed)")
     _json_flag(p)

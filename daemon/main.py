@@ -38,6 +38,7 @@ from vigil.daemon.runtime.manager import RuntimeManager
 from vigil.daemon.settings import Settings, SettingsError, load_settings
 from vigil.daemon.shell.manager import ShellManager
 from vigil.daemon.store import Store
+from vigil.daemon.telemetry.usage_log import FILE_NAME as USAGE_FILE, UsageLog
 from vigil.protocol import paths
 from vigil.protocol.errors import VigilError
 from vigil.protocol.version import VERSION
@@ -93,17 +94,20 @@ async def serve(state: DaemonState, claim: rendezvous.Claim, ready_fd: int | Non
     executions = ExecutionService(store, runtimes, bus, registry, settings)
     prompts = PromptService(store, runtimes, registry, settings)
 
-    dispatcher = Dispatcher(scopes)
+    usage = UsageLog(state.state_dir / USAGE_FILE, settings)
+    dispatcher = Dispatcher(scopes, usage)
     daemon_info.install(dispatcher, state=state, ingest=runtimes.ingest)
     scope.install(dispatcher, scopes=scopes)
     execution.install(dispatcher, store=store, runtimes=runtimes, service=executions,
                       settings=settings)
     terminal.install(dispatcher, store=store, runtimes=runtimes, settings=settings)
-    shell.install(dispatcher, shells=shells, runtimes=runtimes, settings=settings)
+    shell.install(dispatcher, shells=shells, runtimes=runtimes, settings=settings, store=store,
+                  service=executions, prompts=prompts)
     agent_methods.install(dispatcher, service=executions, prompts=prompts, settings=settings)
     server = Server(state, dispatcher)
     with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
         async with trio.open_nursery() as nursery:
+            await nursery.start(usage.run)
             await nursery.start(runtimes.run, shells)
             await nursery.start(server.serve, claim.listener)
             await nursery.start(keep_reachable, claim, server.adopt,

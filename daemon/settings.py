@@ -14,6 +14,8 @@ import os
 import tomllib
 from pathlib import Path
 
+from typing import Annotated
+
 import msgspec
 from msgspec import Meta
 
@@ -165,8 +167,40 @@ class Settings(WireLimits, kw_only=True, forbid_unknown_fields=True, frozen=True
     herdr_read_lines_default: _r(1, 100000, "Herdr read lines default (spec: 100)") = 100
     herdr_read_lines_max: _r(1, 100000, "Herdr read lines maximum (spec: 1000)") = 1000
 
+    # --- usage telemetry (spec: "Workflow telemetry", "Usage metrics") ----------------------
+    usage_log_enabled: Annotated[bool, Meta(description="write the usage log `<state>/usage.jsonl` (vigil: on)")] = True
+    usage_log_max_bytes: _r(64 * KiB, 1 << 40, "usage log size before it is rotated (vigil: 16 MiB)") = 16 * MiB
+    usage_log_files: _r(0, 100, "rotated usage logs kept beside the current one (vigil: 2)") = 2
+    usage_log_flush_seconds: _f(0.01, 60, "longest a usage event waits in memory before it is written (vigil: 0.5 s)") = 0.5
+    usage_log_buffer_events: _r(16, 10_000_000, "usage events held in memory while the disk is slow; newer ones are dropped and counted (vigil: 65,536, ~20 MiB at most)") = 65536
+
     # --- transcripts (seeds/003) ------------------------------------------------------------
     subscriber_buffer_events: _r(1, 1 << 20, "per-subscriber event buffer (seeds/003: 256)") = 256
+    # Agent session logs (reference/agent-session-logs.md): lines of several MB hold base64
+    # images and tool output, Codex `compacted` records reach tens of MB.
+    transcript_line_max_bytes: _r(
+        1 * KiB, 1024 * MiB, "longest agent session-log line read whole; a longer one is "
+        "recorded cut (content not read, `cut_bytes` set) (ours: 4 MiB, above ordinary tool "
+        "output, below the image and compaction lines of the reference page)"
+    ) = 4 * MiB
+    transcript_agent_hold_seconds: _f(
+        0, 3600, "an agent reply spread over several log lines is held this long after the "
+        "log last grew, to merge it by message id; a later line comes out `continued` "
+        "(ours: 5 s; Claude Code writes a reply a block at a time)"
+    ) = 5.0
+    transcript_follow_read_bytes: _r(
+        4 * KiB, 1024 * MiB, "most of an agent log one follow call reads; the caller calls "
+        "again while it is behind (ours: 4 MiB, tens of ms of normalizing)"
+    ) = 4 * MiB
+    transcript_discovery_scan_bytes: _r(
+        64 * KiB, 1024 * MiB, "bytes read from the head, and from the tail, of a candidate "
+        "agent log to find its cwd and times (ours: 8 MiB, two maximal lines)"
+    ) = 8 * MiB
+    transcript_log_mtime_slack_seconds: _f(
+        0, 60, "a candidate agent log modified this much before the execution started is "
+        "still examined (file times come from the kernel's coarse clock; the lines' own "
+        "timestamps are then compared exactly) (ours: 2 s)"
+    ) = 2.0
 
 
 def config_path() -> Path:

@@ -22,7 +22,7 @@ from typing import Any
 import msgspec
 
 from .codec import Encoding, decode_as, decoder, encoder, sniff_encoding, too_deep
-from .api.daemon import HelloParams, HelloResult
+from .api.daemon import LOCAL_PRINCIPAL, HelloParams, HelloResult
 from .envelope import (
     ErrorBody,
     ErrorEnvelope,
@@ -85,6 +85,10 @@ class ServerConnection:
         self.encoding = Encoding.MSGPACK
         self.protocol: int | None = None
         self.client_name = ""
+        #: Whom this connection's calls act for, and the default of its omitted waits
+        #: (from hello; see `HelloParams`).
+        self.principal = LOCAL_PRINCIPAL
+        self.wait_profile = "local"
         self.max_frame_bytes = max_frame_bytes
         self._frames = FrameDecoder(max_frame_bytes)
         self._encoder = encoder(Encoding.MSGPACK)
@@ -172,6 +176,8 @@ class ServerConnection:
             )
         self.protocol = version
         self.client_name = hello.client
+        self.principal = hello.principal
+        self.wait_profile = hello.wait_profile
         return HelloReceived(envelope.id, hello)
 
     def _fail(self, id_, code: ErrorCode, message: str, data: dict | None = None
@@ -248,9 +254,12 @@ class ClientConnection:
 
     def __init__(self, *, encoding: Encoding = Encoding.MSGPACK, client_name: str = "vigil",
                  max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES,
-                 protocol: tuple[int, int] = (PROTOCOL_MIN, PROTOCOL_MAX)):
+                 protocol: tuple[int, int] = (PROTOCOL_MIN, PROTOCOL_MAX),
+                 principal: str = LOCAL_PRINCIPAL, wait_profile: str = "local"):
         self.encoding = encoding
         self.client_name = client_name
+        self.principal = principal
+        self.wait_profile = wait_profile
         self.protocol_range = protocol
         self.state = ClientState.AWAIT_WELCOME
         self.welcome: HelloResult | None = None
@@ -264,7 +273,8 @@ class ClientConnection:
         if self._hello_id is not None:
             raise LocalProtocolError(ErrorCode.INVALID_REQUEST, "hello was already sent")
         params = HelloParams(protocol=self.protocol_range, encoding=self.encoding.value,
-                             client=self.client_name)
+                             client=self.client_name, principal=self.principal,
+                             wait_profile=self.wait_profile)
         self._hello_id, frame = self._request("hello", params)
         return self._hello_id, frame
 

@@ -4,9 +4,9 @@ The daemon (to validate params before dispatch), the client (to decode a result 
 `vigil protocol schema` (to export JSON Schema for plugin authors and MCP tools) read this
 one table, so the three cannot drift apart.
 
-Most methods have one result type. `Execution` and `Agent` answer with a different `data`
-per action: their entry lists every result by action (`results`), and `result_type(params)`
-picks the one a given request is answered with.
+Most methods have one result type. `Execution`, `Agent` and `BashCommand` answer with a
+different result per action: their entry lists every result by action (`results`), and
+`result_type(params)` picks the one a given request is answered with.
 """
 
 from __future__ import annotations
@@ -61,7 +61,7 @@ def all_methods() -> list[Method]:
     return sorted(_REGISTRY.values(), key=lambda m: m.name)
 
 
-def _execution_action(params: execution.ExecutionParams) -> str:
+def _execution_action(params: execution.ExecutionParams | shell.BashCommandParams) -> str:
     return type(params.action).__struct_config__.tag
 
 
@@ -87,8 +87,10 @@ register("resolve", execution.ResolveParams, execution.ResolveResult,
          "Expand a unique prefix of an execution id.")
 register("screen", terminal.ScreenParams, terminal.ScreenResult,
          "The current screen of an execution (text, or with colours).")
-register("BashCommand", shell.BashCommandParams, shell.BashCommandResult,
-         "Run a command in the thread's persistent shell, check it, or send it input.")
+register("BashCommand", shell.BashCommandParams, None,
+         "Run a command in the thread's persistent shell (or as a Task), check it, send it "
+         "input, show its screen, inspect it, wait for its turn, or prompt it.",
+         results=shell.RESULTS, select=_execution_action)
 register("input", terminal.InputParams, terminal.InputResult,
          "Send text, named keys or bytes to an execution's terminal.")
 register("resize", terminal.ResizeParams, terminal.ResizeResult,

@@ -10,6 +10,7 @@ from vigil.daemon.agent.herdr_config import herdr_status_hint
 from vigil.daemon.rpc.authority import Need, tools_of
 from vigil.daemon.rpc.dispatch import CallContext, Dispatcher
 from vigil.daemon.rpc.scopes import Scopes
+from vigil.daemon.telemetry.phases import phase
 from vigil.protocol.api.scope import (
     AgentBackends,
     HerdrHint,
@@ -22,10 +23,12 @@ from vigil.protocol.api.scope import (
 def install(dispatcher: Dispatcher, *, scopes: Scopes) -> None:
     @dispatcher.route("Initialize", authority=Need.UNSCOPED)
     async def initialize(ctx: CallContext, params: InitializeParams) -> InitializeResult:
-        thread, resumed = scopes.open(
-            params.workspace_root, thread_id=params.thread_id, thread_name=params.thread_name,
-            mode=params.mode, profile=params.profile, tools=params.tools,
-            change_mode=params.type == "user_asked_mode_change")
+        with phase("workspace_validation"):
+            thread, resumed = scopes.open(
+                params.workspace_root, thread_id=params.thread_id,
+                thread_name=params.thread_name, mode=params.mode, profile=params.profile,
+                tools=params.tools, change_mode=params.type == "user_asked_mode_change",
+                principal=ctx.principal)
         # No file read, no subprocess, no path: only whether the variable is present.
         hint = msgspec.convert(herdr_status_hint(os.environ), HerdrHint)
         return InitializeResult(

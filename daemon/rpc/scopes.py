@@ -6,6 +6,11 @@ resumed by a stable name. Every later call must quote the exact pair; a wrong wo
 a real thread is answered exactly like a thread that does not exist (same code, same message,
 same data), so the answer is no oracle for which threads exist.
 
+The principal is the connection's (`hello`), never the request's: a thread belongs to the
+principal that opened it, and another principal quoting its id — with the right workspace
+or not — gets that same answer. Everything stored is keyed by the scope, so executions,
+cursors and receipts of another principal are out of reach as well.
+
 Threads are persisted in the store, so a thread survives a daemon restart — within bounds:
 a thread name and a tool allowlist have wire limits, a principal holds at most
 `threads_per_principal_max` threads, and a thread no call used for
@@ -24,10 +29,8 @@ from typing import Callable
 import msgspec
 
 from vigil.daemon.settings import Settings
+from vigil.protocol.api.daemon import LOCAL_PRINCIPAL
 from vigil.protocol.errors import ErrorCode, VigilError
-
-#: The local principal key of the spec: every peer is the daemon's own uid (SO_PEERCRED).
-LOCAL_PRINCIPAL = "local"
 
 
 class ThreadRecord(msgspec.Struct, kw_only=True):
@@ -138,20 +141,22 @@ class Scopes:
 
     def open(self, workspace_root: str, *, thread_id: str = "", thread_name: str = "",
              mode: str = "wcgw", profile: str = "full", tools: list[str] | None = None,
-             change_mode: bool = False) -> tuple[ThreadRecord, bool]:
-        """Return (thread, resumed). A given thread_id must exist for that workspace.
+             change_mode: bool = False, principal: str = LOCAL_PRINCIPAL
+             ) -> tuple[ThreadRecord, bool]:
+        """Return (thread, resumed). A given thread_id must exist for that workspace and
+        belong to `principal`.
 
         Raises:
             VigilError: invalid_request (a name or allowlist past its limit, a bad workspace),
-                not_found (no such thread for this workspace, or expired), limit_exceeded
-                (a new thread past threads_per_principal_max).
+                not_found (no such thread for this workspace and principal, or expired),
+                limit_exceeded (a new thread past threads_per_principal_max).
         """
         check_thread_params(thread_name, tools, self._settings)
         workspace = canonical_workspace(workspace_root)
         now = self._clock_ms()
         if thread_id:
             thread = self._live(thread_id, now)
-            if thread is None or thread.workspace_root != workspace:
+            if thread is None or thread.workspace_root != workspace or thread.principal != principal:
                 raise thread_not_found()
             if change_mode:
                 thread = msgspec.structs.replace(thread, mode=mode, profile=profile, tools=tools)
@@ -161,9 +166,10 @@ class Scopes:
         self._sweep(now)
         if thread_name:
             for thread in self._by_id.values():
-                if thread.name == thread_name and thread.workspace_root == workspace:
+                if (thread.name == thread_name and thread.workspace_root == workspace
+                        and thread.principal == principal):
                     return self._touch(thread, now), True
-        held = sum(1 for t in self._by_id.values() if t.principal == LOCAL_PRINCIPAL)
+        held = sum(1 for t in self._by_id.values() if t.principal == principal)
         if held >= self._settings.threads_per_principal_max:
             raise VigilError(
                 ErrorCode.LIMIT_EXCEEDED,
@@ -173,8 +179,8 @@ class Scopes:
                 {"field": "params.thread_name", "limit": "threads_per_principal_max",
                  "threads": held})
         thread = ThreadRecord(thread_id=new_thread_id(), workspace_root=workspace,
-                              name=thread_name, mode=mode, profile=profile, tools=tools,
-                              created_unix_ms=now, last_used_unix_ms=now)
+                              principal=principal, name=thread_name, mode=mode, profile=profile,
+                              tools=tools, created_unix_ms=now, last_used_unix_ms=now)
         self._save(thread)
         self._by_id[thread.thread_id] = thread
         self._last_used[thread.thread_id] = now
@@ -189,12 +195,13 @@ class Scopes:
     def all(self) -> list[ThreadRecord]:
         return list(self._by_id.values())
 
-    def check(self, thread_id: str, workspace_root: str) -> ThreadRecord:
-        """The thread for this exact pair, or `not_found` (identical for every mismatch, and
-        for a thread that expired)."""
+    def check(self, thread_id: str, workspace_root: str,
+              principal: str = LOCAL_PRINCIPAL) -> ThreadRecord:
+        """The thread for this exact pair of this principal, or `not_found` (identical for
+        every mismatch, and for a thread that expired)."""
         now = self._clock_ms()
         thread = self._live(thread_id, now)
-        if thread is None or thread.workspace_root != workspace_root:
+        if thread is None or thread.workspace_root != workspace_root or thread.principal != principal:
             raise thread_not_found()
         return self._touch(thread, now)
 

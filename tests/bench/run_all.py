@@ -136,6 +136,8 @@ BENCHMARKS: list[Bench] = [
     Bench("bench_recognize", "target p50 <=", ("--repeat", "200"), ("--repeat", "5"),
           ran_codes=frozenset({0, 1}), extract=recognize_rows),
     Bench("bench_observe", "== observe (observe and wait) ==", in_process=True),
+    Bench("bench_transcript_providers", "== transcript providers (agent logs) ==", in_process=True),
+    Bench("bench_mcp", "== mcp (MCP server and usage telemetry) ==", in_process=True),
     # Its own full run (3 rounds of 50 MB `yes` and 100 MB floods, three 100 MB TUI floods)
     # takes over 2.5 minutes alone: here it runs with its --quick sizes.
     Bench("bench_shell", "== shell (screens and the persistent shell) ==", ("--quick",), in_process=True,

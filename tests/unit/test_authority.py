@@ -40,6 +40,10 @@ SAMPLES = {
     ("BashCommand", "send_text"): {**SCOPED, "action": {"type": "send_text", "text": "x"}},
     ("BashCommand", "send_specials"): {**SCOPED, "action": {"type": "send_specials", "keys": ["Enter"]}},
     ("BashCommand", "send_ascii"): {**SCOPED, "action": {"type": "send_ascii", "codes": [3]}},
+    ("BashCommand", "screen"): {**SCOPED, "action": {"type": "screen"}},
+    ("BashCommand", "inspect"): {**SCOPED, "action": {"type": "inspect", "execution_id": EID}},
+    ("BashCommand", "wait_for_turn"): {**SCOPED, "action": {"type": "wait_for_turn"}},
+    ("BashCommand", "prompt"): {**SCOPED, "action": {"type": "prompt", "text": "go"}},
     ("Agent", "list"): {**SCOPED, "action": "list"},
     ("Agent", "read"): {**SCOPED, "action": "read", "target": EID},
     ("Agent", "wait"): {**SCOPED, "action": "wait", "target": EID},
@@ -69,8 +73,11 @@ def spec_table(method: str, action: str, mode: str, profile: str, tools) -> bool
         if action == "prompt":  # trusted BashCommand authority and wcgw mode
             return "Agent" in granted and bash and mode == "wcgw"
         return "Agent" in granted
-    if method == "input" or (method == "BashCommand" and action.startswith("send_")):
+    if method == "input" or (method == "BashCommand" and (action.startswith("send_")
+                                                          or action == "prompt")):
         return bash and mode == "wcgw"  # raw input: never architect, never code_writer
+    if method == "BashCommand" and action in ("screen", "inspect", "wait_for_turn"):
+        return bash  # the shell's own views: any mode
     if method in ("run", "signal", "resize", "BashCommand"):
         return bash and runs
     raise AssertionError(f"no row for {method}")
@@ -83,7 +90,8 @@ def routed_dispatcher() -> Dispatcher:
     scope.install(d, scopes=None)
     execution.install(d, store=None, runtimes=None, service=None, settings=None)
     terminal.install(d, store=None, runtimes=None, settings=None)
-    shell.install(d, shells=None, runtimes=None, settings=None)
+    shell.install(d, shells=None, runtimes=None, settings=None, store=None, service=None,
+                  prompts=None)
     agent.install(d, service=None, prompts=None, settings=None)
     return d
 

@@ -1,0 +1,1 @@
+"""CLI commands, one module per command family; each has `add_parsers(sub)`."""
