@@ -27,6 +27,41 @@ from vigil.protocol.settings import int_setting as _r
 class Settings(WireLimits, kw_only=True, forbid_unknown_fields=True, frozen=True):
     """All tunables: the wire limits plus the daemon's own."""
 
+    # --- the daemon process: its socket, its runtime dir, its memory ----------------------
+    accept_capacity_pause_seconds: _f(
+        0.001, 10, "pause before retrying an accept that failed for lack of descriptors or "
+        "memory (EMFILE, ENFILE, ENOMEM, ENOBUFS; trio's serve_listeners: 0.1 s)"
+    ) = 0.1
+    runtime_dir_settle_seconds: _f(
+        0.001, 10, "after the runtime dir, socket or lock file is deleted, wait this long "
+        "without further deletions before recreating them, so an `rm -rf` can finish (ours: 0.1 s)"
+    ) = 0.1
+    gc_collect_seconds: _f(
+        1, 86400, "the cycle collector runs on this timer instead of on allocation counts "
+        "(daemon/process/memory.py says why; ours: 5 min)"
+    ) = 300.0
+    gc_thaw_seconds: _f(
+        1, 7 * 86400, "the cycle collector freezes what survives each run; this often a run "
+        "thaws everything first, reclaiming cycles among frozen objects (ours: 1 h)"
+    ) = 3600.0
+    gc_allocations_max: _r(
+        10_000, 1 << 40, "...or as soon as this many more objects are alive than after its last "
+        "run (a backstop against garbage cycles piling up; ours: 1,000,000)"
+    ) = 1_000_000
+    runtime_dir_retry_seconds: _f(
+        0.1, 3600, "retry interval when the runtime dir cannot be recreated (ours: 5 s)"
+    ) = 5.0
+
+    # --- threads (Initialize) ----------------------------------------------------------------
+    threads_per_principal_max: _r(
+        1, 1_000_000, "threads one principal may hold; a new one past it is refused with "
+        "limit_exceeded (ours: 1024)"
+    ) = 1024
+    thread_idle_expiry_seconds: _f(
+        1, 10 * 365 * 86400.0, "a thread no call used for this long is forgotten and answered "
+        "like one that never existed (ours: 30 days)"
+    ) = 30 * 86400.0
+
     # --- guardian ---------------------------------------------------------------------------
     guardian_ring_bytes: _r(64 * KiB, 1024 * MiB, "guardian output ring (DESIGN: 4 MiB)") = 4 * MiB
     guardian_start_timeout_seconds: _f(0.1, 60, "time for a new guardian to say hello") = 10.0
@@ -47,6 +82,10 @@ class Settings(WireLimits, kw_only=True, forbid_unknown_fields=True, frozen=True
         0, 3600, "an exited guardian waits this long for a (restarting) daemon to connect "
         "before it leaves only its records (ours: 10 s)"
     ) = 10.0
+    guardian_ack_interval_seconds: _f(
+        0, 60, "acknowledge durable output to a guardian at most this often; what is not yet "
+        "acknowledged is what its exit tail holds (ours: 5 s)"
+    ) = 5.0
     guardian_command_timeout_seconds: _f(0.01, 300, "how long a command (input, signal, resize) waits for its guardian's answer before it is reported unanswered (ours: 5 s)") = 5.0
     guardian_outbox_bytes: _r(64 * KiB, 1024 * MiB, "commands queued for a guardian that does not read them; more are refused as busy (ours: 4 MiB)") = 4 * MiB
     guardian_exit_wait_seconds: _f(0, 60, "after a guardian's connection ends, how long to wait for it to exit before calling it alive-but-silent") = 2.0
@@ -86,6 +125,14 @@ class Settings(WireLimits, kw_only=True, forbid_unknown_fields=True, frozen=True
     # --- recognizers ------------------------------------------------------------------------
     idle_debounce_confirmations: _r(1, 100, "observations before working→idle is reported") = 3
     idle_debounce_interval_seconds: _f(0, 10, "spacing of those observations") = 0.1
+    recognize_argv_refresh_seconds: _f(
+        0, 600, "the foreground process's argv is read again when its pid, name or start time "
+        "changes, or after this long (an exec that keeps the name; ours: 10 s)"
+    ) = 10.0
+    recognize_reload_seconds: _f(
+        0, 600, "live recognition looks for changed user manifests at most this often; explain "
+        "and prompts always look (ours: 1 s)"
+    ) = 1.0
 
     # --- prompts and receipts (spec: "Submit a native prompt once") -------------------------
     receipts_per_generation: _r(1, 100000, "receipts per generation (spec: 64)") = 64

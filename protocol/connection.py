@@ -6,6 +6,7 @@ on the same `FrameDecoder` and codec, so there is exactly one copy of the framin
 States of a server connection (all transitions are in this file):
 
     AWAIT_HELLO --hello ok--> READY
+    AWAIT_HELLO --a body nested too deep to decode--> AWAIT_HELLO (after invalid_request)
     AWAIT_HELLO --anything else / bad version--> CLOSED (after one error frame)
     READY --frame too large / undecodable envelope--> CLOSED (after one error frame)
 
@@ -20,7 +21,7 @@ from typing import Any
 
 import msgspec
 
-from .codec import Encoding, decode_as, decoder, encoder, sniff_encoding
+from .codec import Encoding, decode_as, decoder, encoder, sniff_encoding, too_deep
 from .api.daemon import LOCAL_PRINCIPAL, HelloParams, HelloResult
 from .envelope import (
     ErrorBody,
@@ -129,12 +130,15 @@ class ServerConnection:
         except msgspec.DecodeError as exc:
             return BadRequest(None, ErrorBody(ErrorCode.INVALID_REQUEST.value,
                                               f"undecodable {self.encoding.value} body: {exc}"))
+        except RecursionError:
+            return BadRequest(None, ErrorBody(ErrorCode.INVALID_REQUEST.value,
+                                              too_deep(self.encoding)))
         if envelope.method == "hello":
             return BadRequest(envelope.id, ErrorBody(ErrorCode.INVALID_REQUEST.value,
                                                      "hello was already completed"))
         return RequestReceived(envelope.id, envelope.method, envelope.params)
 
-    def _handshake(self, body: bytes) -> HelloReceived | ConnectionFailed:
+    def _handshake(self, body: bytes) -> HelloReceived | BadRequest | ConnectionFailed:
         self.encoding = sniff_encoding(body)
         self._encoder = encoder(self.encoding)
         self._envelope_decoder = decoder(self.encoding, RequestEnvelope)
@@ -143,6 +147,11 @@ class ServerConnection:
         except msgspec.DecodeError as exc:
             return self._fail(None, ErrorCode.HANDSHAKE_REQUIRED,
                               f"the first frame must be a hello request ({exc})")
+        except RecursionError:
+            # The frame was whole and in sync, only too deep to read: answer it and keep
+            # waiting for a hello the daemon can read.
+            return BadRequest(None, ErrorBody(ErrorCode.INVALID_REQUEST.value,
+                                              too_deep(self.encoding)))
         if envelope.method != "hello":
             return self._fail(envelope.id, ErrorCode.HANDSHAKE_REQUIRED,
                               f"the first request must be 'hello', not {envelope.method!r}")
@@ -311,6 +320,10 @@ class ClientConnection:
             self.state = ClientState.CLOSED
             raise RemoteProtocolError(ErrorCode.MALFORMED_FRAME,
                                       f"undecodable reply from daemon: {exc}") from None
+        except RecursionError:
+            self.state = ClientState.CLOSED
+            raise RemoteProtocolError(ErrorCode.MALFORMED_FRAME,
+                                      f"reply from daemon: {too_deep(self.encoding)}") from None
         if env.method == "event" and env.id is None and not len(env.result):
             return Event(env.params if len(env.params) else None)
         reply = Reply(env.id, env.result if len(env.result) else None, env.error)
@@ -337,3 +350,6 @@ class ClientConnection:
             raise RemoteProtocolError(ErrorCode.MALFORMED_FRAME,
                                       f"the daemon's answer is not the expected "
                                       f"{getattr(type_, '__name__', type_)}: {exc}") from None
+        except RecursionError:
+            raise RemoteProtocolError(ErrorCode.MALFORMED_FRAME,
+                                      f"the daemon's answer: {too_deep(self.encoding)}") from None

@@ -72,6 +72,14 @@ class WireLimits(msgspec.Struct, kw_only=True, forbid_unknown_fields=True, froze
     transcript_page_bytes_default: _r(1024, 64 * MiB, "transcript events per page, in bytes of their JSON lines (vigil: 256 KiB)") = 256 * KiB
     transcript_page_bytes_max: _r(1024, 64 * MiB, "largest transcript page a caller may ask for (vigil: 4 MiB)") = 4 * MiB
 
+    # --- threads (Initialize) ----------------------------------------------------------------
+    thread_name_max_bytes: _r(
+        1, 64 * KiB, "longest thread_name accepted, in UTF-8 bytes (ours: 256; 300 threads "
+        "named with 1 MB each once cost the daemon 300 MB)"
+    ) = 256
+    thread_tools_max: _r(1, 1024, "tools one thread's allowlist may name (ours: 16; the spec has 3)") = 16
+    tool_name_max_bytes: _r(1, 4096, "longest tool name in an allowlist, in UTF-8 bytes (ours: 64)") = 64
+
     # --- request limits a client can check before sending ---------------------------------
     prompt_text_max_bytes: _r(1, 1 << 20, "prompt text limit (spec: 16 KiB)") = 16 * KiB
     prompt_wait_max_seconds: _f(0, 300, "inline prompt wait limit (spec: 30 s)") = 30.0

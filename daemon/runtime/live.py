@@ -94,5 +94,7 @@ class Live:
     #: The guardian's ring end when we connected: until the store has everything before it,
     #: output is pending (a re-attached guardian that held output while we were away).
     caught_up_to: int = 0
+    #: The screen revision last handed to ingest (RuntimeManager.screen_changed).
+    screen_revision: int = -1
     done: trio.Event = field(default_factory=trio.Event)
     cancel: trio.CancelScope = field(default_factory=trio.CancelScope)

@@ -322,9 +322,12 @@ class RuntimeManager:
         self.screen_changed(live, keeper.snapshot())
 
     def screen_changed(self, live: Live, snap: ScreenSnapshot) -> None:
-        """Persist the screen with the next ingest batch (the store skips identical ones),
-        and let the recognizer look at it."""
-        self.ingest.set_screen(live.record.execution_id, stored_screen(snap, self.store.clock()))
+        """Persist the screen with the next ingest batch, and let the recognizer look at it.
+        A revision already handed to ingest is not handed again (the keeper's quiet publish
+        repeats the last one): that was a second store transaction per line of output."""
+        if snap.revision != live.screen_revision:
+            live.screen_revision = snap.revision
+            self.ingest.set_screen(live.record.execution_id, stored_screen(snap, self.store.clock()))
         if live.recognition is not None:
             live.recognition.observe(snap)
 
@@ -340,6 +343,9 @@ class RuntimeManager:
                 except GuardianError:
                     return
                 live.acked = end
+                # One ack per interval, not per commit: each wakes the guardian, and 500
+                # executions each printing a line a second made 500 acks a second.
+                await trio.sleep(self.settings.guardian_ack_interval_seconds)
 
     async def _exited(self, live: Live, status: wire.ExitStatus) -> None:
         """Persist the outcome and everything before it; returns once that is durable (a

@@ -189,7 +189,6 @@ class ShellManager:
 
     async def _start(self, thread: ThreadRecord) -> ShellSession:
         nonce = secrets.token_hex(16)
-        ensure_private_dir(os.path.dirname(self.shell_dir))
         ensure_private_dir(self.shell_dir)
         rc_path = os.path.join(self.shell_dir, f"rc-{secrets.token_hex(8)}.sh")
         fd = os.open(rc_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
@@ -271,6 +270,7 @@ class ShellManager:
         if "\n" in line or len(line.encode()) > self.settings.canonical_line_max_bytes - 64:
             path = os.path.join(self.shell_dir, f"cmd-{eid}.sh")
             with phase("temporary_file_audit"):
+                ensure_private_dir(self.shell_dir)  # the runtime dir may have been deleted since
                 fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
                 with os.fdopen(fd, "w") as f:
                     # The file removes itself first: `. FILE` then ends with the command's

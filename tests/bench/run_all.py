@@ -129,6 +129,8 @@ BENCHMARKS: list[Bench] = [
     Bench("bench_guardian_start", "guardian start (launch_guardian)", ("--runs", "20"), ("--runs", "3"),
           extract=guardian_rows),
     Bench("bench_exec", "== exec (executions) ==", in_process=True),
+    Bench("bench_guardian_memory", "== guardian memory (idle) ==", in_process=True),
+    Bench("bench_many", "== many executions ==", in_process=True),
     Bench("bench_screen", "== staleness while streaming", ("--flood-mb", "100", "--stream-seconds", "3"),
           ("--flood-mb", "5", "--stream-seconds", "0.5"), extract=screen_rows),
     Bench("bench_recognize", "target p50 <=", ("--repeat", "200"), ("--repeat", "5"),
