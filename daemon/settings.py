@@ -14,7 +14,7 @@ import os
 import tomllib
 from pathlib import Path
 
-from typing import Annotated
+from typing import Annotated, Literal
 
 import msgspec
 from msgspec import Meta
@@ -132,6 +132,28 @@ class Settings(WireLimits, kw_only=True, forbid_unknown_fields=True, frozen=True
     recognize_reload_seconds: _f(
         0, 600, "live recognition looks for changed user manifests at most this often; explain "
         "and prompts always look (ours: 1 s)"
+    ) = 1.0
+    recognize_kernel: Annotated[Literal["auto", "daemon", "guardian", "off"], Meta(description=(
+        "kernel evidence for recognition (issue 18): `auto` the daemon reads /proc, and asks the "
+        "guardian for /proc/PID/syscall where the kernel refuses it (Yama ptrace_scope=1); "
+        "`daemon` never asks; `guardian` always asks the guardian for syscalls; `off` screens "
+        "only (ours: auto)"))] = "auto"
+    recognize_kernel_interval_seconds: _f(
+        0.01, 60, "a foreground the kernel is asked about is looked at again this soon after "
+        "it changed or the screen did, then at doubling intervals (ours: 0.25 s, so a prompt "
+        "is recognized well within 1 s of quiet)"
+    ) = 0.25
+    recognize_kernel_interval_max_seconds: _f(
+        0.01, 600, "...up to this interval while nothing changes (a silent change, such as "
+        "work after a password typed without echo, shows within it; ours: 2 s)"
+    ) = 2.0
+    recognize_kernel_processes_max: _r(
+        1, 100_000, "processes of a session walked per look; past it the evidence is "
+        "unavailable (ours: 64)"
+    ) = 64
+    recognize_kernel_guardian_timeout_seconds: _f(
+        0.01, 60, "how long a look waits for the guardian to read /proc/PID/syscall before "
+        "that evidence is unavailable (ours: 1 s)"
     ) = 1.0
 
     # --- prompts and receipts (spec: "Submit a native prompt once") -------------------------

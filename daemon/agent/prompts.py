@@ -72,8 +72,9 @@ class _Watch:
 
     def on_detection(self, detection, reported: str | None, inp=None) -> None:
         if self.recognizer != "auto" and self.registry is not None and inp is not None:
-            # The caller named a recognizer: judge with it (undebounced), not with auto's.
-            detection = self.registry.detect(self.recognizer, inp)
+            # The caller named a recognizer: judge with it (undebounced), not with auto's,
+            # with the kernel evidence auto's detection was made with.
+            detection = self.registry.detect(self.recognizer, inp, detection.kernel)
             reported = detection.state
         if self.live.record.generation != self.generation:
             self._decide("generation_changed")
@@ -170,7 +171,7 @@ class PromptService:
                                  "payload in this generation; choose a new prompt_id",
                                  {"prompt_id": prompt_id})
             return existing, True
-        live, snap, detection = self._ready(rec, params.recognizer)
+        live, snap, detection = await self._ready(rec, params.recognizer)
         resembles = marker_resembles(params.text, self.registry.get(detection.recognizer))
         now = self.store.clock()
         wait_for = list(params.wait_for or DEFAULT_WAIT_FOR)
@@ -189,7 +190,7 @@ class PromptService:
         await self._save(receipt)
         return receipt, False
 
-    def _ready(self, rec, recognizer: str):
+    async def _ready(self, rec, recognizer: str):
         """The target's live runtime, its current screen and detection, if it waits for
         input now; else `conflict` (not running), `unavailable` (a guardian that cannot
         confirm delivery) or `busy` (not waiting for input) — nothing sent in each case."""
@@ -205,7 +206,7 @@ class PromptService:
                              "the target's guardian (protocol v1) cannot confirm delivery, "
                              "which prompts need; restart the execution under this vigil",
                              {"execution_id": eid, "input_sent": False})
-        snap, detection = self._detect(rec, live, recognizer)
+        snap, detection = await self._detect(rec, live, recognizer)
         if detection.state != "awaiting_input":
             raise VigilError(ErrorCode.BUSY,
                              f"the target is not ready for input: recognizer "
@@ -214,14 +215,17 @@ class PromptService:
                               "rule": detection.rule, "input_sent": False})
         return live, snap, detection
 
-    def _detect(self, rec, live, recognizer: str):
-        """The live screen, parsed up to now, and what `recognizer` says about it."""
+    async def _detect(self, rec, live, recognizer: str):
+        """The live screen, parsed up to now, and what `recognizer` says about it (with a
+        fresh look at the kernel where the screen alone does not decide)."""
         keeper = live.screen.keeper
         keeper.catch_up()
         snap = keeper.snapshot()
         self.registry.reload_if_changed()
-        return snap, self.registry.detect(
-            recognizer, recognition_input(snap, rec.runtime.child_pid if rec.runtime else None))
+        inp = recognition_input(snap, rec.runtime.child_pid if rec.runtime else None)
+        if live.recognition is not None:
+            return snap, await live.recognition.judge(recognizer, inp)
+        return snap, self.registry.detect(recognizer, inp)
 
     async def _deliver_and_wait(self, eid: str, live, snap, text: str, watch: _Watch,
                                 timeout: float) -> tuple[str, str | None]:
@@ -292,7 +296,7 @@ class PromptService:
         prompt, without a receipt: nothing is stored, nothing deduplicated."""
         await self.runtimes.ingest.flush()
         rec = await self._record(scope, eid)
-        live, snap, detection = self._ready(rec, recognizer)
+        live, snap, detection = await self._ready(rec, recognizer)
         resembles = marker_resembles(text, self.registry.get(detection.recognizer))
         watch = _Watch(list(wait_for or DEFAULT_WAIT_FOR), resembles, rec.generation, live,
                        self.registry, recognizer)
@@ -320,7 +324,7 @@ class PromptService:
 
         if live is None or live.screen is None or rec.is_terminal:
             return answer("exited", "exited")
-        _, detection = self._detect(rec, live, recognizer)
+        _, detection = await self._detect(rec, live, recognizer)
         now = rec.recognized_state if recognizer == "auto" else detection.state
         if now in states:
             return answer(now, now)
@@ -336,7 +340,7 @@ class PromptService:
         condition = watch.condition or "timed_out"
         if condition == "exited":
             return answer("exited", "exited")
-        _, detection = self._detect(rec, live, recognizer)
+        _, detection = await self._detect(rec, live, recognizer)
         return answer(condition, live.record.recognized_state if recognizer == "auto"
                       else detection.state)
 

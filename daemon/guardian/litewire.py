@@ -129,12 +129,13 @@ class Signal(Message):
 
 class Foreground(Message):
     """Ask which process group owns the terminal; answered with ForegroundInfo (carrying
-    this `seq`)."""
+    this `seq`), which also holds /proc/PID/syscall of each of `syscall_pids`."""
 
-    __slots__ = ("seq",)
+    __slots__ = ("seq", "syscall_pids")
     TAG = "foreground"
     FIELDS = (
         ("seq", Int(ge=0), 0),
+        ("syscall_pids", List(Int()), list),
     )
 
 
@@ -208,10 +209,23 @@ class Exited(Message):
     )
 
 
-class ForegroundInfo(Message):
-    """The terminal's foreground process group (tcgetpgrp on the master) and its leader."""
+class SyscallRead(Message):
+    """/proc/PID/syscall of one process as the guardian read it: `text` (what the kernel
+    wrote: "0 0x0 0x7ffd... ", "running"), or `error` (errno name and message)."""
 
-    __slots__ = ("pgid", "pid", "comm", "argv", "seq")
+    __slots__ = ("pid", "text", "error")
+    FIELDS = (
+        ("pid", Int(), REQUIRED),
+        ("text", Str, ""),
+        ("error", Str, ""),
+    )
+
+
+class ForegroundInfo(Message):
+    """The terminal's foreground process group (tcgetpgrp on the master) and its leader;
+    `syscalls` answers Foreground.syscall_pids, one per pid, in order."""
+
+    __slots__ = ("pgid", "pid", "comm", "argv", "seq", "syscalls")
     TAG = "foreground_info"
     FIELDS = (
         ("pgid", Optional(Int()), REQUIRED),
@@ -219,6 +233,7 @@ class ForegroundInfo(Message):
         ("comm", Optional(Str), REQUIRED),
         ("argv", List(Str), list),
         ("seq", Int(ge=0), 0),
+        ("syscalls", List(Nested(SyscallRead)), list),
     )
 
 

@@ -146,6 +146,20 @@ def _proc_argv(pid: int) -> list[str]:
     return [a.decode("utf-8", "replace") for a in raw.split(b"\0")[:-1]] if raw else []
 
 
+def _read_syscall(pid: int) -> wire.SyscallRead:
+    """/proc/PID/syscall for the daemon, which the kernel refuses it under Yama
+    ptrace_scope=1 (reading it needs ptrace rights; we are the child's ancestor)."""
+    try:
+        fd = os.open(f"/proc/{pid}/syscall", os.O_RDONLY | os.O_CLOEXEC)
+        try:
+            text = os.read(fd, 512)
+        finally:
+            os.close(fd)
+    except OSError as exc:
+        return wire.SyscallRead(pid=pid, error=f"{errno.errorcode.get(exc.errno, exc.errno)}: {exc.strerror}")
+    return wire.SyscallRead(pid=pid, text=text.decode("ascii", "replace").strip())
+
+
 def _group_leader(pgid: int) -> int | None:
     """The process to describe for group `pgid`: its leader, else its lowest-numbered member."""
     if read_pgrp(pgid) == pgid:
@@ -699,8 +713,9 @@ class Guardian:
                 self._done(conn, seq)
             case wire.Signal(signum=signum, group=group, foreground=foreground, seq=seq):
                 self._signal(conn, signum, group, foreground, seq)
-            case wire.Foreground(seq=seq):
-                self._send(conn, wire.replace(self._foreground(), seq=seq))
+            case wire.Foreground(seq=seq, syscall_pids=pids):
+                self._send(conn, wire.replace(self._foreground(), seq=seq,
+                                              syscalls=[_read_syscall(pid) for pid in pids]))
             case wire.ExitAck():
                 if not self.final:
                     self._refuse(conn, "ExitAck before Exited: the child is still running or draining")

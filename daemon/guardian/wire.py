@@ -31,6 +31,13 @@ from msgspec import Meta, Struct
 #: which it talks to from `Welcome.protocol`.
 GUARDIAN_PROTOCOL_MIN = 1
 GUARDIAN_PROTOCOL_MAX = 2
+#:
+#: Still v2, additively (issue 18): `Foreground.syscall_pids` asks the guardian to read those
+#: processes' /proc/PID/syscall, answered in `ForegroundInfo.syscalls`. Under Yama
+#: ptrace_scope=1 the kernel refuses that file to the daemon (it needs ptrace rights, which
+#: only an ancestor has) but not to the guardian, the child's ancestor. A guardian that
+#: predates the field ignores it and answers without `syscalls`; the daemon then reports
+#: that evidence as unavailable.
 #: The `seq` of a command: 0 asks for no answer (v1 behaviour).
 Seq = Annotated[int, Meta(ge=0)]
 
@@ -116,9 +123,10 @@ class Signal(_Msg, tag="signal"):
 
 class Foreground(_Msg, tag="foreground"):
     """Ask which process group owns the terminal; answered with ForegroundInfo (carrying
-    this `seq`)."""
+    this `seq`), which also holds /proc/PID/syscall of each of `syscall_pids`."""
 
     seq: Seq = 0
+    syscall_pids: list[int] = []
 
 
 class ExitAck(_Msg, tag="exit_ack"):
@@ -169,14 +177,25 @@ class Exited(_Msg, tag="exited"):
     end_offset: int
 
 
+class SyscallRead(Struct, frozen=True, kw_only=True):
+    """/proc/PID/syscall of one process as the guardian read it: `text` (what the kernel
+    wrote: "0 0x0 0x7ffd... ", "running"), or `error` (errno name and message)."""
+
+    pid: int
+    text: str = ""
+    error: str = ""
+
+
 class ForegroundInfo(_Msg, tag="foreground_info"):
-    """The terminal's foreground process group (tcgetpgrp on the master) and its leader."""
+    """The terminal's foreground process group (tcgetpgrp on the master) and its leader;
+    `syscalls` answers Foreground.syscall_pids, one per pid, in order."""
 
     pgid: int | None
     pid: int | None
     comm: str | None
     argv: list[str] = []
     seq: Seq = 0
+    syscalls: list[SyscallRead] = []
 
 
 class Done(_Msg, tag="done"):

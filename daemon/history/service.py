@@ -10,7 +10,8 @@ call", "Wait for changes across executions").
   stay on their item.
 - wait is woken by the lifecycle bus (history/longpoll.py), never by polling the store on
   a timer; outcomes `changed`, `timeout` and `resync` are distinct.
-- explain evaluates the chosen recognizer over the complete screen.
+- explain evaluates the chosen recognizer over the complete screen, with a fresh look at the
+  kernel for a live execution (what its foreground processes do, and whether that decided).
 - observe's and wait's one deadline runs from the moment the call was admitted to the
   dispatcher, so it covers admission, baseline catalog I/O and refresh.
 
@@ -392,7 +393,11 @@ class ExecutionService:
             source = "persisted_screen"
             revision = stored.snapshot if stored else 0
             fidelity = stored.fidelity if stored else "exact"
-        detection = self.registry.detect(action.recognizer, inp)
+        if source == "live_screen" and live.recognition is not None:
+            with phase("runtime_inspection"):
+                detection = await live.recognition.judge(action.recognizer, inp)
+        else:
+            detection = self.registry.detect(action.recognizer, inp)
         return ExecutionResult(data=ExplainData(
             **msgspec.structs.asdict(detection),
             execution_id=eid, detection_source=source, recovery=recovery_of(rec),

@@ -17,7 +17,7 @@ from ._manifest import Manifest, ManifestError, Rule, parse_manifest
 from ._marker import marker_resembles
 from ._model import IDLE_STATES, STATES, Detection, RecognitionInput, State
 from ._regions import is_horizontal_rule
-from ._registry import AUTO, BUILTIN_ORDER, FALLBACK, Registry, UnknownRecognizer, load_builtins, user_manifest_dir
+from ._registry import AUTO, BUILTIN_ORDER, FALLBACK, FALLBACKS, Registry, UnknownRecognizer, load_builtins, user_manifest_dir
 
 __all__ = [
     "AUTO",

@@ -7,6 +7,7 @@ Format (stdlib `tomllib`)::
     version = "1"                   # a string, reported in `explain`
     match_foreground = ["claude"]   # fnmatch patterns for `auto` (optional)
     description = "..."             # optional
+    defer_to_kernel = false         # optional: kernel evidence outranks these rules
 
     [[rule]]
     name = "spinner"                # unique in the manifest
@@ -15,6 +16,13 @@ Format (stdlib `tomllib`)::
     region = "bottom_non_empty_lines(12)"   # default "whole"
     description = "..."             # optional
     line_regex = '(?i)esc to interrupt'     # + any condition keys (_conditions.py)
+
+`defer_to_kernel`: normally a manifest that claims the foreground program decides wherever
+one of its rules above priority 0 matches, whatever kernel evidence says (an agent TUI's
+event loop looks the same working or waiting). An editor's screen shows a mode, not whether
+the editor computes or runs `:!make`: with `defer_to_kernel = true`, a definite kernel
+verdict (busy, stopped, reading the terminal) outranks the rules, which keep the prompt's
+shape (`awaiting_approval`) and speak when the kernel is inconclusive or unavailable.
 
 Validation is strict because a typo in a recognizer silently changes what vigil believes
 about a terminal: unknown keys, wrong types, bad regexes, states and regions are errors.
@@ -34,7 +42,7 @@ from fnmatch import fnmatchcase
 from ._conditions import CONDITION_KEYS, ConditionError, Node, _KeyCounter, compile_condition
 from ._model import STATES
 
-MANIFEST_KEYS = frozenset(("name", "version", "match_foreground", "description"))
+MANIFEST_KEYS = frozenset(("name", "version", "match_foreground", "description", "defer_to_kernel"))
 RULE_KEYS = frozenset(("name", "state", "priority", "region", "description"))
 _NAME = re.compile(r"[a-z0-9][a-z0-9_-]{0,63}\Z")
 #: Priorities are plain ordering keys; the bound only keeps reports readable.
@@ -84,6 +92,8 @@ class Manifest:
     description: str = ""
     source: str = ""
     ordered: tuple[Rule, ...] = field(default=(), repr=False)
+    #: Kernel evidence outranks the rules (see the module doc).
+    defer_to_kernel: bool = False
 
     def matches_foreground(self, names: list[str]) -> str | None:
         """The first `names` entry that one of `match_foreground`'s patterns matches."""
@@ -194,6 +204,9 @@ def parse_manifest(text: str | bytes, file: str) -> Manifest:
     desc = head.get("description", "")
     if not isinstance(desc, str):
         raise head_error("description", "[manifest].description must be a string")
+    defer = head.get("defer_to_kernel", False)
+    if not isinstance(defer, bool):
+        raise head_error("defer_to_kernel", f"[manifest].defer_to_kernel must be true or false, got {defer!r}")
 
     raw_rules = data.get("rule")
     if raw_rules is None:
@@ -206,7 +219,7 @@ def parse_manifest(text: str | bytes, file: str) -> Manifest:
         rules.append(_parse_rule(raw, i, file, loc, names))
     ordered = tuple(sorted(rules, key=lambda r: (-r.priority, r.index)))
     return Manifest(name=name, version=version, rules=tuple(rules), match_foreground=tuple(fg),
-                    description=desc, source=file, ordered=ordered)
+                    description=desc, source=file, ordered=ordered, defer_to_kernel=defer)
 
 
 def _parse_rule(raw: object, i: int, file: str, loc: _Locator, names: set[str]) -> Rule:

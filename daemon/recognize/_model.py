@@ -12,12 +12,14 @@ from typing import Literal
 
 import msgspec
 
+from vigil.protocol.api.execution import KernelEvidence
+
 State = Literal["awaiting_input", "awaiting_approval", "busy", "exited", "unknown"]
 STATES: frozenset[str] = frozenset(("awaiting_input", "awaiting_approval", "busy", "exited", "unknown"))
 #: The states a transition to is debounced (DESIGN: "Transitions to idle are debounced").
 IDLE_STATES: frozenset[str] = frozenset(("awaiting_input", "awaiting_approval"))
 
-Source = Literal["rule", "fallback", "exit_status"]
+Source = Literal["rule", "fallback", "exit_status", "kernel"]
 
 
 class RecognitionInput(msgspec.Struct, frozen=True, kw_only=True):
@@ -44,14 +46,21 @@ class RecognitionInput(msgspec.Struct, frozen=True, kw_only=True):
     #: comm of the terminal's session leader (the program the runtime started, e.g. bash).
     #: When the foreground program matches no manifest, `auto` may fall back to the leader's.
     leader: str | None = None
+    #: comm of the foreground group's other processes that matter, as kernel evidence found
+    #: them: those on the terminal first, then those running, deepest first (`git commit`
+    #: leads its group while `vim`, two levels down, reads the terminal). `auto` tries them
+    #: before the group leader. Empty when the kernel was not asked.
+    foreground_members: tuple[str, ...] = ()
 
 
 class Detection(msgspec.Struct, frozen=True, kw_only=True):
     """What a recognizer concluded and why; the payload of `explain`.
 
-    Invariants: `source == "rule"` iff `rule` is not None; `source == "fallback"` implies
-    `state == "unknown"` (no match is never a guess); `source == "exit_status"` implies
-    `state == "exited"`.
+    Invariants: `source == "fallback"` implies `state == "unknown"` and `rule` None (no match
+    is never a guess); `source == "rule"` implies `rule` is set; `source == "exit_status"`
+    implies `state == "exited"`; `source == "kernel"` implies `kernel` is set and
+    `screen_state` is what the screen alone said (`rule` then names the screen's rule that
+    the kernel outranked or confirmed, if one matched).
     """
 
     recognizer: str
@@ -71,3 +80,10 @@ class Detection(msgspec.Struct, frozen=True, kw_only=True):
     #: how the manifest was chosen: `explicit`, or `auto: ...` with the evidence.
     selected_by: str = "explicit"
     exit_code: int | None = None
+    #: What the screen alone said, when the kernel's evidence decided (source `kernel`).
+    screen_state: State | None = None
+    #: The manifest was chosen for the foreground program itself (its name, or named by the
+    #: caller), so its rules above priority 0 are authoritative over kernel evidence.
+    claimed: bool = False
+    #: The kernel evidence the state was decided with (or that was shown alongside).
+    kernel: KernelEvidence | None = None

@@ -13,10 +13,14 @@ force, including one that the bad file meant to override.
 
 `auto` (spec: `"recognizer": "auto"`) picks by the foreground process: the first manifest,
 user-only manifests (by name) then built-ins in `BUILTIN_ORDER`, whose `match_foreground`
-fnmatch patterns match the foreground's basename, argv[0]'s basename, or argv[1] (whole
-path or basename: `node …/claude-code/cli.js`). A login shell's leading `-` is dropped.
-No match, or no foreground, falls back to `generic`. The choice and its evidence are in
-`Detection.selected_by`.
+fnmatch patterns match one of the foreground group's processes that kernel evidence found
+on the terminal (`foreground_members`: `git commit` leads its group while `vim` reads the
+terminal), else the group leader's basename, argv[0]'s basename, or argv[1] (whole path or
+basename: `node …/claude-code/cli.js`). A login shell's leading `-` is dropped. Such a
+manifest *claims* the program. No match, or no foreground, leaves the program to the
+fallbacks (`FALLBACKS`: `progress` and `generic`, which match no foreground): the one whose
+matched rule has the higher priority answers. The choice and its evidence are in
+`Detection.selected_by`; whether the screen or the kernel decides is `_decide.py`'s.
 """
 
 from __future__ import annotations
@@ -28,13 +32,20 @@ from pathlib import Path
 
 from vigil.protocol.errors import ErrorCode, VigilError
 
+import msgspec
+
+from vigil.protocol.api.execution import KernelEvidence
+
+from ._decide import decide, screen_decides
 from ._engine import evaluate
 from ._manifest import Manifest, ManifestError, parse_manifest
 from ._model import Detection, RecognitionInput
 
-#: Built-in manifests in `auto`'s order. `generic` matches no foreground: it is the fallback.
-BUILTIN_ORDER = ("claude", "codex", "shell", "pager", "generic")
+#: Built-in manifests in `auto`'s order. `progress` and `generic` match no foreground: they
+#: judge the programs no manifest claims.
+BUILTIN_ORDER = ("claude", "codex", "shell", "pager", "editor", "progress", "generic")
 FALLBACK = "generic"
+FALLBACKS = ("progress", "generic")
 AUTO = "auto"
 
 
@@ -193,52 +204,95 @@ class Registry:
             raise UnknownRecognizer(name, self.names())
         return m
 
-    def select(self, inp: RecognitionInput) -> tuple[Manifest, str]:
-        """`auto`: the manifest for this input and the evidence for choosing it."""
+    def _claimant(self, names: list[str]) -> tuple[Manifest, str] | None:
+        for name in (*self._user_names, *BUILTIN_ORDER):
+            m = self._manifests[name]
+            hit = m.matches_foreground(names)
+            if hit is not None:
+                return m, hit
+        return None
+
+    def select(self, inp: RecognitionInput) -> tuple[Manifest | None, str]:
+        """`auto`: the manifest that claims this input's program (None: none does) and the
+        evidence for the choice."""
+        members = [n for n in inp.foreground_members if n]
+        found = self._claimant(members) if members else None
+        if found is not None:
+            m, hit = found
+            return m, f"auto: foreground process {hit!r}, on the terminal, matches manifest {m.name!r}"
         cands = foreground_candidates(inp)
         if cands:
-            for name in (*self._user_names, *BUILTIN_ORDER):
-                m = self._manifests[name]
-                hit = m.matches_foreground(cands)
-                if hit is not None:
-                    return m, f"auto: foreground {hit!r} matches manifest {name!r}"
-            return self._manifests[FALLBACK], f"auto: no manifest matches foreground {cands[0]!r}; fallback {FALLBACK!r}"
-        return self._manifests[FALLBACK], f"auto: foreground unknown; fallback {FALLBACK!r}"
+            found = self._claimant(cands)
+            if found is not None:
+                m, hit = found
+                return m, f"auto: foreground {hit!r} matches manifest {m.name!r}"
+            return None, f"auto: no manifest matches foreground {cands[0]!r}; fallback {FALLBACK!r}"
+        return None, f"auto: foreground unknown; fallback {FALLBACK!r}"
 
-    def detect(self, recognizer: str, inp: RecognitionInput) -> Detection:
-        """Recognize `inp` with the named manifest, or `auto`.
+    def detect(self, recognizer: str, inp: RecognitionInput,
+               kernel: KernelEvidence | None = None) -> Detection:
+        """Recognize `inp` with the named manifest, or `auto`; with `kernel` evidence, the
+        state is decided as `_decide.decide` says (a named manifest claims the program).
 
         Raises:
             UnknownRecognizer: no manifest of that name.
         """
         if recognizer == AUTO:
-            return self._auto(inp)
-        return evaluate(self.get(recognizer), inp)
+            det = self._auto(inp)
+        else:
+            det = msgspec.structs.replace(evaluate(self.get(recognizer), inp), claimed=True)
+        return self.decide(det, kernel)
+
+    def _defers(self, det: Detection) -> bool:
+        m = self._manifests.get(det.recognizer)
+        return m is not None and m.defer_to_kernel
+
+    def needs_kernel(self, det: Detection) -> bool:
+        """Whether kernel evidence could change `det` (`_decide.py`, rules 1-4 say when not):
+        live recognition looks at the kernel only then."""
+        return not screen_decides(det, self._defers(det))
+
+    def decide(self, det: Detection, kernel: KernelEvidence | None) -> Detection:
+        """`det` (a screen detection of this registry) decided with `kernel` evidence."""
+        return det if kernel is None else decide(det, kernel, self._defers(det))
+
+    def _fallbacks(self, inp: RecognitionInput, why: str) -> Detection:
+        """The fallbacks' answer: the matched rule of highest priority (`generic`'s
+        no-match when none matched)."""
+        best = None
+        for name in FALLBACKS:
+            det = evaluate(self._manifests[name], inp, selected_by=why)
+            if det.source == "rule" and (best is None or det.priority > best.priority):
+                best = det
+        return best or det
 
     def _auto(self, inp: RecognitionInput) -> Detection:
-        """`auto`: the foreground's manifest, with two refinements.
+        """`auto`: the claiming manifest's answer, with two refinements.
 
         - A catch-all answer (a priority ≤ 0 rule such as the shell's 'running', or no rule)
-          yields to a real match of `generic`: `bash -c 'read -s -p Password:'` has bash in
+          yields to a real match of a fallback: `bash -c 'read -s -p Password:'` has bash in
           the foreground, but the screen shows a password prompt.
-        - A foreground that no manifest knows (`sleep` started from a shell) is judged by
-          `generic`; if that knows nothing either, by the session leader's manifest (the
-          shell: not at its prompt, so busy).
+        - A foreground that no manifest claims (`sleep` started from a shell) is judged by
+          the fallbacks; if they know nothing either, by the session leader's manifest (the
+          shell: not at its prompt, so busy). That manifest claims the leader, not the
+          program: its answer is not `claimed`.
         """
         manifest, why = self.select(inp)
-        det = evaluate(manifest, inp, selected_by=why)
-        generic = self._manifests[FALLBACK]
-        if manifest is not generic and det.state != "exited" and (
-                det.source == "fallback" or (det.priority is not None and det.priority <= 0)):
-            alt = evaluate(generic, inp, selected_by=why + f"; a {FALLBACK!r} rule outranks "
-                                                          f"the catch-all of {manifest.name!r}")
-            if alt.source == "rule" and alt.state != "unknown":
-                return alt
-        if manifest is generic and det.state == "unknown" and inp.leader:
-            for name in (*self._user_names, *BUILTIN_ORDER):
-                m = self._manifests[name]
-                hit = m.matches_foreground([os.path.basename(inp.leader).lstrip("-")])
-                if hit is not None and m is not generic:
-                    return evaluate(m, inp, selected_by=why + f"; no {FALLBACK!r} rule matched; "
-                                                            f"session leader {hit!r} matches {name!r}")
+        if manifest is not None:
+            det = evaluate(manifest, inp, selected_by=why)
+            det = msgspec.structs.replace(det, claimed=True)
+            if det.state != "exited" and (
+                    det.source == "fallback" or (det.priority is not None and det.priority <= 0)):
+                alt = self._fallbacks(inp, why + f"; a fallback rule outranks the catch-all of "
+                                                 f"{manifest.name!r}")
+                if alt.source == "rule" and alt.state != "unknown":
+                    return alt
+            return det
+        det = self._fallbacks(inp, why)
+        if det.state == "unknown" and inp.leader:
+            found = self._claimant([os.path.basename(inp.leader).lstrip("-")])
+            if found is not None and found[0].name not in FALLBACKS:
+                m, hit = found
+                return evaluate(m, inp, selected_by=why + f"; no fallback rule matched; "
+                                                        f"session leader {hit!r} matches {m.name!r}")
         return det

@@ -342,6 +342,25 @@ class GuardianLink:
         terminal's foreground group (`foreground=True`)."""
         return await self.command(wire.Signal(signum=int(signum), group=group, foreground=foreground))
 
+    async def read_syscalls(self, pids: list[int], timeout: float | None = None
+                            ) -> tuple[dict[int, str | None] | None, str]:
+        """/proc/PID/syscall of `pids`, read by the guardian (the kernel refuses the daemon
+        those under Yama ptrace_scope=1; the guardian is the processes' ancestor).
+
+        Returns ({pid: text, or None where the guardian could not read it either}, "") or
+        (None, why the guardian could not help): a v1 guardian, one that predates the
+        request (it answers without `syscalls`), no answer in time, a closed link.
+        """
+        if not self.confirms:
+            return None, "the guardian (protocol v1) cannot read it"
+        try:
+            info = await self.command(wire.Foreground(syscall_pids=list(pids)), timeout=timeout)
+        except GuardianError as exc:
+            return None, f"the guardian did not read it: {exc.message}"
+        if not isinstance(info, wire.ForegroundInfo) or len(info.syscalls) != len(pids):
+            return None, "the guardian (an older build) cannot read it"
+        return {r.pid: (r.text if not r.error else None) for r in info.syscalls}, ""
+
     def post_raw(self, body: bytes) -> None:
         """Queue one already-encoded message body (tests and protocol probing)."""
         self._queue(encode_frame(body))

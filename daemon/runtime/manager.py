@@ -267,7 +267,9 @@ class RuntimeManager:
         live.screen = ScreenTask(keeper, s, lambda snap, quiet: self.screen_changed(live, snap))
         live.recognition = self.recognitions(
             record.runtime.child_pid,
-            lambda state: self.ingest.set_fields(eid, recognized_state=state))
+            lambda state: self.ingest.set_fields(eid, recognized_state=state),
+            snapshot=live.screen.snapshot,
+            read_syscalls=lambda pids: link.read_syscalls(pids, s.recognize_kernel_guardian_timeout_seconds))
         async with trio.open_nursery() as nursery:
             nursery.start_soon(link.run_sender)
             nursery.start_soon(self._acknowledge, live)

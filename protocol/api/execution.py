@@ -359,13 +359,72 @@ class AgentLogView(msgspec.Struct, kw_only=True):
     reasons: list[str] = []
 
 
+#: What the kernel's evidence about the terminal's foreground supports: `awaiting_input` (a
+#: process reads the terminal and nothing runs), `busy` (something runs, or waits on something
+#: that is not the terminal), `stopped` (a stopped foreground: neither idle nor busy),
+#: `inconclusive` (waiting on the terminal *and* other sources, or with a timeout: the screen
+#: decides) or `unavailable` (a file could not be read: never guessed).
+KernelVerdict = Literal["awaiting_input", "busy", "stopped", "inconclusive", "unavailable"]
+#: What one process is doing, in one word (`KernelProcess.activity`).
+KernelActivity = Literal[
+    "running", "disk", "stopped", "exited", "reading_terminal", "waiting_terminal",
+    "polling_terminal", "waiting_terminal_and_more", "waiting_events", "reading_pipe",
+    "waiting_child", "waiting_signal", "sleeping", "network", "other", "unavailable"]
+
+
+class KernelProcess(msgspec.Struct, kw_only=True):
+    """One process of the terminal's foreground group, as `/proc` showed it."""
+
+    pid: int
+    comm: str
+    #: The state letter of /proc/PID/stat: R running, S sleeping, D disk wait, T stopped, Z zombie.
+    state: str
+    #: `reading_terminal` (blocked in read on the terminal), `waiting_terminal` (poll, select or
+    #: epoll on the terminal alone, no timeout), `polling_terminal` (the same with a timeout),
+    #: `waiting_terminal_and_more`, `waiting_events` (not on the terminal), `reading_pipe`,
+    #: `waiting_child`, `waiting_signal`, `sleeping`, `network`, `other`, `running`, `disk`,
+    #: `stopped`, `exited`, or `unavailable` (its /proc files could not be read).
+    activity: KernelActivity
+    #: The system call it is blocked in (`read`, `pselect6`, ...); None when not read.
+    syscall: str | None = None
+    #: The descriptor a read-family call reads.
+    fd: int | None = None
+    #: The kernel function it sleeps in (/proc/PID/wchan), when it was read.
+    wchan: str | None = None
+    #: User plus system CPU time so far.
+    cpu_seconds: float = 0.0
+    #: CPU time used since the previous look at this process; None at the first look.
+    cpu_delta_seconds: float | None = None
+    #: How long it has been seen in this same wait with its CPU time unchanged (since the
+    #: first look that found it there); None when not waiting or at the first look.
+    waiting_seconds: float | None = None
+    #: All of the above in words: "4121 python3: blocked in read(0) on the terminal for 2.1 s".
+    text: str = ""
+
+
+class KernelEvidence(msgspec.Struct, kw_only=True):
+    """What the kernel showed of the terminal's foreground process group, and what it supports."""
+
+    verdict: KernelVerdict
+    #: The evidence in words: "foreground 4121 python3: blocked in read(0) on the terminal for
+    #: 2.1 s; CPU idle", or why it is unavailable.
+    text: str
+    foreground_pgid: int | None = None
+    processes: list[KernelProcess] = []
+    #: Who read /proc/PID/syscall: `daemon`, `guardian` (the kernel refuses the daemon, as
+    #: under Yama ptrace_scope=1, and the child's guardian is its ancestor), or None.
+    syscalls_read_by: str | None = None
+
+
 class ExplainData(msgspec.Struct, kw_only=True):
     """How turn recognition sees an execution, evaluated over the complete screen."""
 
     execution_id: str
     recognizer: str
     state: RecognizedState
-    #: `rule`, `fallback` (nothing matched: state unknown, never a guess) or `exit_status`.
+    #: `rule`, `fallback` (nothing matched: state unknown, never a guess), `exit_status`, or
+    #: `kernel` (the kernel's evidence decided: `kernel` says what it showed and
+    #: `screen_state` what the screen alone said; `rule` then names the screen's rule, if any).
     source: str
     rule: str | None
     priority: int | None
@@ -384,6 +443,14 @@ class ExplainData(msgspec.Struct, kw_only=True):
     observation: Observation
     #: Set when the execution is an agent whose session log the transcript follows.
     agent_log: AgentLogView | None = None
+    #: What the screen's manifest alone said, when the kernel's evidence decided otherwise.
+    screen_state: RecognizedState | None = None
+    #: True when the manifest was chosen for the foreground program itself (by its name, or
+    #: named in the request): its rules then win where one matches (priority above 0).
+    claimed: bool = False
+    #: What the kernel showed of the terminal's foreground; None when it was not looked at
+    #: (the execution is not running, or `recognize_kernel` is `off`).
+    kernel: KernelEvidence | None = None
 
 
 #: The result type of each `Execution` action, by its `type` tag.

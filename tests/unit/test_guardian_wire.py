@@ -116,10 +116,32 @@ def test_v1_commands_decode_as_unnumbered():
     assert [m.seq for m in commands if hasattr(m, "seq")] == [0, 0, 0, 0, 0]
 
 
+#: Fields v2 gained additively after its fixture was written, at their defaults (issue 18:
+#: the guardian reads /proc/PID/syscall for the daemon).
+V2_ADDED = {"foreground": {"syscall_pids": []}, "foreground_info": {"syscalls": []}}
+
+
 def test_v2_fixture_is_what_this_build_encodes():
     # Not required for compatibility, but a change here means the encoding changed: decide
-    # consciously (and keep the old fixtures decoding) rather than by accident.
-    assert FIXTURE_V2.read_bytes() == _fixture_bytes()
+    # consciously (and keep the old fixtures decoding) rather than by accident. The one
+    # conscious change: the fields of V2_ADDED, encoded at their defaults.
+    stored = msgspec.msgpack.decode(FIXTURE_V2.read_bytes())
+    now = msgspec.msgpack.decode(_fixture_bytes())
+    assert (now["exit"], now["tail"]) == (stored["exit"], stored["tail"])
+    for side in ("daemon", "guardian"):
+        assert len(now[side]) == len(stored[side])
+        for old_body, new_body in zip(stored[side], now[side]):
+            old_map = msgspec.msgpack.decode(old_body)
+            assert msgspec.msgpack.decode(new_body) == {**old_map, **V2_ADDED.get(old_map["type"], {})}
+
+
+def test_v2_syscall_reads_round_trip():
+    ask = wire.Foreground(seq=5, syscall_pids=[4243, 4244])
+    assert wire.decode_daemon_message(wire.encode(ask)) == ask
+    info = wire.ForegroundInfo(pgid=4243, pid=4243, comm="python3", argv=["python3"], seq=5, syscalls=[
+        wire.SyscallRead(pid=4243, text="0 0x0 0x7ffd 0x1 0x0 0x0 0x0 0x7ffd 0x7f"),
+        wire.SyscallRead(pid=4244, error="EPERM: Operation not permitted")])
+    assert wire.decode_guardian_message(wire.encode(info)) == info
 
 
 @pytest.mark.parametrize("msg", V1_DAEMON, ids=lambda m: type(m).__name__)

@@ -51,7 +51,7 @@ def test_valid_manifest_parses_with_defaults():
                      "rule[0] 'a'.not: unknown key 'contain' (expected one of all, always, any, contains, "
                      "cursor_line_regex, line_regex, not, regex, region)", id="nested_unknown_key"),
         pytest.param(HEAD.replace('version = "1"\n', 'version = "1"\nmatch = ["a"]\n') + RULE_A, 4,
-                     "[manifest]: unknown key 'match' (expected one of description, match_foreground, name, "
+                     "[manifest]: unknown key 'match' (expected one of defer_to_kernel, description, match_foreground, name, "
                      "version)", id="unknown_manifest_key"),
         pytest.param(HEAD + RULE_A.replace('contains = "x"\n', ""), 5,
                      "rule[0] 'a': no condition (need contains, regex, line_regex, any, all, not or always)",

@@ -30,7 +30,7 @@ def registry(tmp_path):
 
 
 def test_builtins_load_from_package_data():
-    assert list(BUILTINS) == list(BUILTIN_ORDER) == ["claude", "codex", "shell", "pager", "generic"]
+    assert list(BUILTINS) == list(BUILTIN_ORDER) == ["claude", "codex", "shell", "pager", "editor", "progress", "generic"]
     assert all(m.source == f"<builtin:{n}.toml>" for n, m in BUILTINS.items())
 
 
@@ -40,7 +40,7 @@ def test_default_user_dir_follows_xdg_config_home(monkeypatch, tmp_path):
 
 
 def test_missing_user_dir_is_fine(registry):
-    assert registry.errors == [] and registry.names() == ["auto", "claude", "codex", "shell", "pager", "generic"]
+    assert registry.errors == [] and registry.names() == ["auto", "claude", "codex", "shell", "pager", "editor", "progress", "generic"]
     assert registry.reload_if_changed() is False
 
 
@@ -51,7 +51,7 @@ def test_user_manifest_overrides_builtin_and_adds_new(registry):
     write(d / "mine.toml", user_manifest("mytool", fg=["mytool"]), 1_000_000_000)
     assert registry.reload_if_changed() is True
     assert registry.errors == []
-    assert registry.names() == ["auto", "claude", "codex", "shell", "pager", "generic", "mytool"]
+    assert registry.names() == ["auto", "claude", "codex", "shell", "pager", "editor", "progress", "generic", "mytool"]
     det = registry.detect("shell", PROMPT)
     assert (det.state, det.rule, det.manifest_version) == ("awaiting_approval", "mine", "u1")
     assert registry.get("shell").source == str(d / "shell.toml")
@@ -110,7 +110,7 @@ def test_unknown_recognizer(registry):
     with pytest.raises(UnknownRecognizer) as info:
         registry.detect("vim", PROMPT)
     assert info.value.code is ErrorCode.INVALID_REQUEST
-    assert info.value.message == "unknown recognizer 'vim' (available: auto, claude, codex, shell, pager, generic)"
+    assert info.value.message == "unknown recognizer 'vim' (available: auto, claude, codex, shell, pager, editor, progress, generic)"
 
 
 @pytest.mark.parametrize(
