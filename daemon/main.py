@@ -20,6 +20,7 @@ import trio
 import msgspec
 
 from vigil.daemon.agent.prompts import PromptService
+from vigil.daemon.history.follow import OutputStream
 from vigil.daemon.history.service import ExecutionService
 from vigil.daemon.methods import agent as agent_methods
 from vigil.daemon.methods import daemon_info, execution, scope, shell, terminal
@@ -94,7 +95,7 @@ async def serve(state: DaemonState, claim: rendezvous.Claim, ready_fd: int | Non
     daemon_info.install(dispatcher, state=state, ingest=runtimes.ingest)
     scope.install(dispatcher, scopes=scopes)
     execution.install(dispatcher, store=store, runtimes=runtimes, service=executions,
-                      settings=settings)
+                      outputs=OutputStream(store, runtimes, bus, settings), settings=settings)
     terminal.install(dispatcher, store=store, runtimes=runtimes, settings=settings)
     shell.install(dispatcher, shells=shells, runtimes=runtimes, settings=settings)
     agent_methods.install(dispatcher, service=executions, prompts=prompts, settings=settings)

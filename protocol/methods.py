@@ -81,6 +81,8 @@ register("run", execution.RunParams, execution.RunResult,
 register("Execution", execution.ExecutionParams, None,
          "Read execution history: list, get, read, observe, wait, explain.",
          results=execution.RESULTS, select=_execution_action)
+register("follow", execution.FollowParams, execution.FollowResult,
+         "Stream an execution's output from an offset, live, until it ended: gaps explicit.")
 register("signal", execution.SignalParams, execution.SignalResult,
          "Send a signal to an execution's process group.")
 register("resolve", execution.ResolveParams, execution.ResolveResult,
@@ -101,4 +103,4 @@ register("Agent", agent.AgentParams, None,
          select=_agent_action)
 
 #: Events the daemon pushes, by the method whose call streams them.
-EVENTS: dict[str, Any] = {"attach": terminal.AttachEvent}
+EVENTS: dict[str, Any] = {"attach": terminal.AttachEvent, "follow": execution.FollowEvent}

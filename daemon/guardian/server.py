@@ -46,7 +46,7 @@ from vigil.protocol.paths import PrivateDirError, check_private_dir
 from . import records, wire
 from .identity import read_boot_id, read_pgrp, read_start_ticks
 from .ring import Ring
-from .spawn import get_winsize, set_winsize, spawn
+from .spawn import SpawnError, get_winsize, set_winsize, spawn
 
 #: prctl(2) option number, from <linux/prctl.h>.
 PR_SET_CHILD_SUBREAPER = 36
@@ -62,12 +62,14 @@ _SO_PEERCRED = struct.Struct("3i")  # struct ucred {pid, uid, gid}
 
 
 class GuardianSetupError(Exception):
-    """The guardian cannot start; `code` is an ErrorCode value for the launcher."""
+    """The guardian cannot start; `code` is an ErrorCode value for the launcher.
+    `exit_code` is set when the *child* could not be started (127/126, as a shell says)."""
 
-    def __init__(self, code: str, message: str):
+    def __init__(self, code: str, message: str, exit_code: int | None = None):
         super().__init__(message)
         self.code = code
         self.message = message
+        self.exit_code = exit_code
 
 
 _PRIVATE_DIR_CODES = {"missing": ErrorCode.NOT_FOUND, "not_directory": ErrorCode.INVALID_REQUEST,
@@ -201,10 +203,14 @@ class Guardian:
             env["TERM"] = spec.term
         try:
             self.child_pid, self.master = spawn(spec.argv, spec.cwd, env, spec.rows, spec.cols)
-        except OSError as exc:
+        except SpawnError as exc:
             self._unlink_socket()
             code = ErrorCode.NOT_FOUND if exc.errno in (errno.ENOENT, errno.ENOTDIR) else ErrorCode.INVALID_REQUEST
-            raise GuardianSetupError(code.value, exc.strerror or str(exc)) from None
+            raise GuardianSetupError(code.value, exc.shell_message, exc.exit_status) from None
+        except OSError as exc:
+            self._unlink_socket()
+            raise GuardianSetupError(ErrorCode.INTERNAL.value,
+                                     f"cannot set up the terminal: {exc.strerror or exc}") from None
 
         self.identity = wire.RuntimeIdentity(
             runtime_id=spec.runtime_id,

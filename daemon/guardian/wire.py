@@ -236,6 +236,10 @@ class LaunchFailed(Struct, tag="launch_failed", tag_field="type", kw_only=True):
 
     code: str
     message: str
+    #: Set when the child itself could not be started (exec or chdir failed): the status a
+    #: shell reports for that, 127 (not found) or 126 (cannot run). The launch failed, but
+    #: the command has a definite outcome.
+    exit_code: int | None = None
 
 
 LaunchResult = Union[Ready, LaunchFailed]

@@ -1,5 +1,5 @@
-"""`run`, `Execution`, `signal`, `resolve`: thin routes onto the runtime manager and the
-Execution service."""
+"""`run`, `Execution`, `follow`, `signal`, `resolve`: thin routes onto the runtime manager,
+the Execution service and the output stream."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import os
 
 import trio
 
+from vigil.daemon.history.follow import OutputStream
 from vigil.daemon.history.service import ExecutionService
 from vigil.daemon.rpc.authority import Need
 from vigil.daemon.rpc.dispatch import CallContext, Dispatcher
@@ -18,6 +19,7 @@ from vigil.protocol.api.execution import (
     ExecutionParams,
     ExecutionResult,
     ExplainAction,
+    FollowParams,
     GetAction,
     ListAction,
     ObserveAction,
@@ -52,7 +54,7 @@ async def scoped_record(store: Store, ctx: CallContext, execution_id: str,
 
 
 def install(dispatcher: Dispatcher, *, store: Store, runtimes: RuntimeManager,
-            service: ExecutionService, settings: Settings) -> None:
+            service: ExecutionService, outputs: OutputStream, settings: Settings) -> None:
     @dispatcher.route("run", authority=Need.RUN)
     async def run(ctx: CallContext, params: RunParams) -> RunResult:
         thread = ctx.thread
@@ -78,8 +80,9 @@ def install(dispatcher: Dispatcher, *, store: Store, runtimes: RuntimeManager,
             raise invalid_request(f"cwd {cwd!r} is not an existing absolute directory", "params.cwd")
         record = await runtimes.start(
             scope=thread.scope, thread_id=thread.thread_id, workspace_root=thread.workspace_root,
-            argv=argv, command=command, cwd=cwd, env=dict(params.env),
-            rows=params.rows, cols=params.cols, name=params.name)
+            argv=argv, command=command, cwd=cwd,
+            env=runtimes.child_environment(params.env, params.env_base),
+            rows=params.rows, cols=params.cols, name=params.name, keep_env=True)
         return RunResult(execution=execution_view(
             record, command_bytes=settings.view_get_command_bytes,
             pending=runtimes.output_pending(record)))
@@ -90,6 +93,11 @@ def install(dispatcher: Dispatcher, *, store: Store, runtimes: RuntimeManager,
     @dispatcher.route("Execution", authority=Need.EXECUTION, validate=validate)
     async def execution(ctx: CallContext, params: ExecutionParams) -> ExecutionResult:
         return await dispatch_action(service, ctx, params.action)
+
+    @dispatcher.route("follow", authority=Need.OBSERVE)
+    async def follow(ctx: CallContext, params: FollowParams):
+        record = await scoped_record(store, ctx, params.execution_id)
+        return await outputs.serve(ctx, record, params.from_offset)
 
     @dispatcher.route("signal", authority=Need.RUN)
     async def signal(ctx: CallContext, params: SignalParams) -> SignalResult:

@@ -46,7 +46,8 @@ def install(dispatcher: Dispatcher, *, shells: ShellManager, runtimes: RuntimeMa
                 record = await runtimes.start(
                     scope=thread.scope, thread_id=thread.thread_id,
                     workspace_root=thread.workspace_root, argv=["bash", "-c", action.command],
-                    command=action.command, cwd=session.cwd, env={}, rows=None, cols=None,
+                    command=action.command, cwd=session.cwd, env=runtimes.child_environment({}),
+                    rows=None, cols=None,
                     name="background")
                 return BashCommandResult(
                     status="background", generation=session.generation,

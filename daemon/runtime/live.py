@@ -1,9 +1,10 @@
 """Runtime-only state of the executions the daemon is attached to: `Live` (one per guardian
-connection) and `Viewer` (one per attached human). Never persisted: a restarted daemon
-rebuilds it by re-attaching (manager.py)."""
+connection), `Viewer` (one per attached human) and `Follower` (one per `follow` stream).
+Never persisted: a restarted daemon rebuilds it by re-attaching (manager.py)."""
 
 from __future__ import annotations
 
+from collections import deque
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable
 
@@ -74,6 +75,62 @@ class Viewer:
         return data
 
 
+class Follower:
+    """One `follow` stream's live feed (`vigil run --wait`, `logs -f`): output chunks with
+    their stream offsets, in a bounded queue.
+
+    Unlike a viewer, a follower is never dropped and never gets a repaint: it wants every
+    byte. When its reader stalls and the queue passes `capacity`, the *oldest* chunks are
+    dropped (as the guardian's ring drops its oldest bytes), and the stream reports exactly
+    that range as a gap once the reader is back. `offer` never blocks: a stalled reader
+    costs a bounded buffer, never the child or ingest (DESIGN: rules that hold everywhere).
+    """
+
+    def __init__(self, capacity: int, start: int):
+        self.capacity = capacity
+        #: Offset of the first byte this follower is offered (the runtime's received end
+        #: when it registered): what comes before is read from the store.
+        self.start = start
+        self.chunks: deque[tuple[int, bytes]] = deque()
+        self.size = 0
+        #: End of the newest range dropped because the reader stalled (0: none).
+        self.dropped_to = 0
+        self.ready = trio.Event()
+        self.closed = False
+
+    def offer(self, offset: int, data: bytes) -> None:
+        if self.closed or not data:
+            return
+        self.chunks.append((offset, data))
+        self.size += len(data)
+        while self.size > self.capacity and len(self.chunks) > 1:
+            old, dropped = self.chunks.popleft()
+            self.size -= len(dropped)
+            self.dropped_to = old + len(dropped)
+        self.ready.set()
+
+    def close(self) -> None:
+        self.closed = True
+        self.ready.set()
+
+    async def take(self, limit: int) -> list[tuple[int, bytes]] | None:
+        """The queued chunks, oldest first, up to about `limit` bytes (at least one chunk);
+        waits while the queue is empty; None once closed and drained."""
+        while not self.chunks:
+            if self.closed:
+                return None
+            self.ready = trio.Event()
+            await self.ready.wait()
+        out: list[tuple[int, bytes]] = []
+        taken = 0
+        while self.chunks and (not out or taken + len(self.chunks[0][1]) <= limit):
+            offset, data = self.chunks.popleft()
+            self.size -= len(data)
+            taken += len(data)
+            out.append((offset, data))
+        return out
+
+
 @dataclass
 class Live:
     """Runtime-only state of one execution whose guardian the daemon is attached to."""
@@ -84,6 +141,14 @@ class Live:
     recognition: Recognition | None = None
     #: Humans attached to the terminal: while there are any, they answer terminal queries.
     viewers: set[Viewer] = field(default_factory=set)
+    #: `follow` streams: fed every Output, with its offset (never dropped: they record gaps).
+    followers: set[Follower] = field(default_factory=set)
+    #: Offset just past the newest Output received from the guardian (where a follower
+    #: registering now starts its live part).
+    received_end: int = 0
+    #: Stream offset of the screen keeper's first fed byte (fed_bytes counts from there):
+    #: what a persisted screen's `output_offset` is computed from.
+    screen_origin: int = 0
     #: Called with (offset, data) for every Output, before ingest (the persistent shell's
     #: marker scanner hangs here).
     observers: list[OutputObserver] = field(default_factory=list)

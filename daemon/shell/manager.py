@@ -203,7 +203,8 @@ class ShellManager:
         record = await self.runtimes.start(
             scope=thread.scope, thread_id=thread.thread_id, workspace_root=thread.workspace_root,
             argv=argv, command="bash (persistent shell)", cwd=thread.workspace_root,
-            env={"VIGIL_SHELL": "1", "PAGER": "cat", "GIT_PAGER": "cat"}, rows=None, cols=None,
+            env=self.runtimes.child_environment({"VIGIL_SHELL": "1", "PAGER": "cat",
+                                                  "GIT_PAGER": "cat"}), rows=None, cols=None,
             name="shell", kind="shell", observers=observers)
         previous = thread.shell_execution_id
         thread = self.scopes.update(thread, shell_execution_id=record.execution_id,
@@ -305,7 +306,8 @@ class ShellManager:
             execution_id=eid or session.cmd_eid or self._last_cmd(session),
             shell_execution_id=session.shell_eid,
             exit_code=None if status != "completed" else session.last_exit,
-            cwd=session.cwd, output=text, output_truncated=truncated)
+            cwd=session.cwd, output=text, output_truncated=truncated,
+            shell_exited=not session.alive)
 
     def _last_cmd(self, session: ShellSession) -> str | None:
         return session.last_cmd_eid

@@ -35,6 +35,7 @@ SAMPLES = {
     ("input", ""): {**SCOPED, "execution_id": EID, "text": "x"},
     ("resize", ""): {**SCOPED, "execution_id": EID, "rows": 10, "cols": 10},
     ("attach", ""): {**SCOPED, "execution_id": EID},
+    ("follow", ""): {**SCOPED, "execution_id": EID},
     ("BashCommand", "command"): {**SCOPED, "action": {"type": "command", "command": "ls"}},
     ("BashCommand", "status_check"): {**SCOPED, "action": {"type": "status_check"}},
     ("BashCommand", "send_text"): {**SCOPED, "action": {"type": "send_text", "text": "x"}},
@@ -63,7 +64,7 @@ def spec_table(method: str, action: str, mode: str, profile: str, tools) -> bool
         return True
     if method == "Execution":
         return "Execution" in granted
-    if method in ("resolve", "screen", "attach"):
+    if method in ("resolve", "screen", "attach", "follow"):
         return bool(granted & {"Execution", "Agent"})
     if method == "Agent":
         if action == "prompt":  # trusted BashCommand authority and wcgw mode
@@ -81,7 +82,7 @@ def routed_dispatcher() -> Dispatcher:
     d = Dispatcher(scopes=None)
     daemon_info.install(d, state=None, ingest=None)
     scope.install(d, scopes=None)
-    execution.install(d, store=None, runtimes=None, service=None, settings=None)
+    execution.install(d, store=None, runtimes=None, service=None, outputs=None, settings=None)
     terminal.install(d, store=None, runtimes=None, settings=None)
     shell.install(d, shells=None, runtimes=None, settings=None)
     agent.install(d, service=None, prompts=None, settings=None)

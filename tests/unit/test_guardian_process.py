@@ -532,19 +532,24 @@ async def test_lingering_guardian_exits_after_the_linger(guardians):
 
 
 @pytest.mark.parametrize(
-    "changes, code, message",
+    "changes, code, message, exit_code",
     [
-        ({"argv": ["/nonexistent/prog"]}, "not_found", "exec failed for '/nonexistent/prog': No such file or directory"),
-        ({"cwd": "/nonexistent"}, "not_found", "chdir failed for '/nonexistent': No such file or directory"),
-        ({"runtime_id": "../evil"}, "invalid_request", "invalid runtime id '../evil'"),
+        # The command cannot start: said as a shell says it, with the shell's status.
+        ({"argv": ["/nonexistent/prog"]}, "not_found", "/nonexistent/prog: command not found", 127),
+        ({"argv": ["/"]}, "invalid_request", "/: Permission denied", 126),
+        ({"cwd": "/nonexistent"}, "not_found",
+         "cannot change to /nonexistent: No such file or directory", 126),
+        # The guardian itself cannot start: no exit status (the command never had a chance).
+        ({"runtime_id": "../evil"}, "invalid_request", "invalid runtime id '../evil'", None),
     ],
 )
-async def test_launch_failures_are_reported(guardians, changes, code, message):
+async def test_launch_failures_are_reported(guardians, changes, code, message, exit_code):
     spec = msgspec.structs.replace(guardians.spec(["true"]), **changes)
     with pytest.raises(GuardianLaunchError) as info:
         await trio.to_thread.run_sync(launch_guardian, spec, DEFAULTS)
     assert info.value.code.value == code
     assert info.value.message.startswith(message)
+    assert info.value.exit_code == exit_code
     assert not os.path.exists(spec.socket_path)
 
 
