@@ -149,6 +149,12 @@ class Client:
         self._events.clear()
         return events
 
+    def queued_events(self, type_: Any = Any) -> list[Any]:
+        """Pushed event params that already arrived (decoded as `type_`); never blocks."""
+        events = [self._conn.decode_result(e.params, type_) for e in self._events]
+        self._events.clear()
+        return events
+
     def fileno(self) -> int:
         return self._sock.fileno()
 

@@ -103,4 +103,5 @@ register("Agent", agent.AgentParams, None,
          select=_agent_action)
 
 #: Events the daemon pushes, by the method whose call streams them.
-EVENTS: dict[str, Any] = {"attach": terminal.AttachEvent, "follow": execution.FollowEvent}
+EVENTS: dict[str, Any] = {"attach": terminal.AttachEvent, "follow": execution.FollowEvent,
+                          "run": execution.FollowEvent}

@@ -49,11 +49,17 @@ class OutputStream:
         self.bus = bus
         self.settings = settings
 
-    async def serve(self, ctx: CallContext, record: ExecutionRecord, from_offset: int):
-        """Answer, then stream events until the execution ended and everything was sent."""
+    async def serve(self, ctx: CallContext, record: ExecutionRecord, from_offset: int,
+                    until_now: bool = False, *, answer=None, follower: Follower | None = None):
+        """Answer (with `answer`, by default a FollowResult), then stream events until the
+        execution ended and everything was sent (with `until_now`: until what is retained
+        now was sent). `follower`: one registered already (`run` with `follow`)."""
         stream = _Stream(self, ctx, record.execution_id)
         try:
-            await stream.run(from_offset)
+            if until_now:
+                await stream.run_until_now(from_offset)
+            else:
+                await stream.run(from_offset, answer, follower)
         except (trio.BrokenResourceError, trio.ClosedResourceError):
             pass  # the client went away: nothing to tell anyone
         return ANSWERED
@@ -78,11 +84,15 @@ class _Stream:
         live.followers.add(follower)
         return follower, live
 
-    async def run(self, offset: int) -> None:
-        registered = self.register()
+    async def run(self, offset: int, answer=None, follower: Follower | None = None) -> None:
+        if follower is not None:
+            registered = (follower, self.o.runtimes.live.get(self.eid))
+        else:
+            registered = self.register()
         ctx = self.ctx
-        await ctx.send(ctx.connection.send_result(ctx.request_id, FollowResult(
-            execution_id=self.eid, live=registered is not None)))
+        if answer is None:
+            answer = FollowResult(execution_id=self.eid, live=registered is not None)
+        await ctx.send(ctx.connection.send_result(ctx.request_id, answer))
         while True:
             if registered is not None:
                 follower, live = registered
@@ -90,14 +100,29 @@ class _Stream:
                     offset = await self.from_store(offset, until=follower.start)
                     offset = await self.from_follower(follower, offset)
                 finally:
-                    live.followers.discard(follower)
+                    if live is not None:
+                        live.followers.discard(follower)
                 registered = None
             ended, offset = await self.from_store_until_progress(offset)
             if ended is not None:
-                await self.send(FollowEnd(execution_id=self.eid, execution=execution_view(
-                    ended, command_bytes=self.o.settings.view_get_command_bytes, pending=False)))
+                await self.end(ended)
                 return
             registered = self.register()
+
+    async def run_until_now(self, offset: int) -> None:
+        ctx = self.ctx
+        await ctx.send(ctx.connection.send_result(ctx.request_id, FollowResult(
+            execution_id=self.eid, live=False)))
+        await self.o.runtimes.ingest.flush()  # what the daemon received is retained now
+        rec, _, _ = await self.read(offset, 0)
+        offset = await self.from_store(offset, until=rec.output_total_bytes)
+        rec, _, _ = await self.read(offset, 0)
+        await self.end(rec)
+
+    async def end(self, rec: ExecutionRecord) -> None:
+        await self.send(FollowEnd(execution_id=self.eid, execution=execution_view(
+            rec, command_bytes=self.o.settings.view_get_command_bytes,
+            pending=self.o.runtimes.output_pending(rec))))
 
     async def read(self, offset: int, want: int) -> tuple[ExecutionRecord, int, bytes]:
         return await trio.to_thread.run_sync(self.o.store.read_output, self.scope, self.eid,

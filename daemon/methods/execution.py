@@ -12,6 +12,7 @@ from vigil.daemon.history.service import ExecutionService
 from vigil.daemon.rpc.authority import Need
 from vigil.daemon.rpc.dispatch import CallContext, Dispatcher
 from vigil.daemon.rpc.views import execution_view
+from vigil.daemon.runtime.live import Follower
 from vigil.daemon.runtime.manager import RuntimeManager, parse_signal
 from vigil.daemon.settings import Settings
 from vigil.daemon.store import ExecutionNotFound, Store, parse_execution_id
@@ -78,14 +79,21 @@ def install(dispatcher: Dispatcher, *, store: Store, runtimes: RuntimeManager,
         cwd = params.cwd or thread.workspace_root
         if not os.path.isabs(cwd) or not os.path.isdir(cwd):
             raise invalid_request(f"cwd {cwd!r} is not an existing absolute directory", "params.cwd")
+        follower = Follower(settings.follow_buffer_bytes, 0) if params.follow else None
         record = await runtimes.start(
             scope=thread.scope, thread_id=thread.thread_id, workspace_root=thread.workspace_root,
             argv=argv, command=command, cwd=cwd,
             env=runtimes.child_environment(params.env, params.env_base),
-            rows=params.rows, cols=params.cols, name=params.name, keep_env=True)
-        return RunResult(execution=execution_view(
+            rows=params.rows, cols=params.cols, name=params.name, keep_env=True,
+            followers=(follower,) if follower else ())
+        result = RunResult(execution=execution_view(
             record, command_bytes=settings.view_get_command_bytes,
             pending=runtimes.output_pending(record)))
+        if follower is None:
+            return result
+        if record.execution_id not in runtimes.live:
+            follower.close()  # it never ran (127/126): what there is comes from the store
+        return await outputs.serve(ctx, record, 0, answer=result, follower=follower)
 
     def validate(params: ExecutionParams) -> None:
         service.validate(params.action)
@@ -97,7 +105,7 @@ def install(dispatcher: Dispatcher, *, store: Store, runtimes: RuntimeManager,
     @dispatcher.route("follow", authority=Need.OBSERVE)
     async def follow(ctx: CallContext, params: FollowParams):
         record = await scoped_record(store, ctx, params.execution_id)
-        return await outputs.serve(ctx, record, params.from_offset)
+        return await outputs.serve(ctx, record, params.from_offset, params.until_now)
 
     @dispatcher.route("signal", authority=Need.RUN)
     async def signal(ctx: CallContext, params: SignalParams) -> SignalResult:

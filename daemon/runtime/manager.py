@@ -47,7 +47,7 @@ from vigil.protocol.errors import ErrorCode, VigilError
 from .ingest import Ingest
 from .lifecycle import LifecycleBus, LifecycleEvent
 from .link import GuardianLink, GuardianRefused
-from .live import Live, OutputObserver
+from .live import Follower, Live, OutputObserver
 
 log = logging.getLogger("vigild.runtimes")
 
@@ -147,13 +147,14 @@ class RuntimeManager:
                     rows: int | None, cols: int | None, name: str,
                     kind: str = "standalone",
                     observers: ObserverFactory | None = None,
-                    keep_env: bool = False) -> ExecutionRecord:
+                    keep_env: bool = False,
+                    followers: tuple[Follower, ...] = ()) -> ExecutionRecord:
         """Record the execution, launch its guardian, attach; returns the running record
         (or, when the command could not be started, the record exited 127 or 126 with its
         `start_error`).
 
         `env` is the child's whole environment (see `child_environment`); with `keep_env`
-        it is also kept, private, on the record.
+        it is also kept, private, on the record. `followers` are fed from the first byte.
 
         `observers(record)`, when given, returns the output observers of the new runtime
         (called once the record exists, before any output is read).
@@ -176,7 +177,7 @@ class RuntimeManager:
             status="running", started_unix_ms=self.store.clock(), rows=rows, cols=cols,
             env=dict(env) if keep_env else None)
         with trio.CancelScope(shield=True):
-            live = await self._launch(record, env, observers or (lambda record: []))
+            live = await self._launch(record, env, observers or (lambda record: []), followers)
         if isinstance(live, ExecutionRecord):
             return live  # the command could not be started: exited 127/126, with the reason
         # Answer once the daemon can act on it: a signal, input or resize sent right after
@@ -188,7 +189,8 @@ class RuntimeManager:
         return live.record
 
     async def _launch(self, record: ExecutionRecord, env: dict[str, str],
-                      observers: ObserverFactory) -> Live | ExecutionRecord:
+                      observers: ObserverFactory, followers: tuple[Follower, ...] = ()
+                      ) -> Live | ExecutionRecord:
         """Create the record and start its guardian: the live runtime, or — when the
         command itself could not be started — the record, already exited 127/126."""
         eid = record.execution_id
@@ -222,10 +224,12 @@ class RuntimeManager:
             lambda: self.store.update(eid, runtime=to_store_identity(identity)))
         self.bus.publish(LifecycleEvent(kind="started", scope=record.scope, execution_id=eid,
                                         at_unix_ms=record.observed_at_unix_ms))
-        return self._attach(record, observers(record))
+        return self._attach(record, observers(record), followers)
 
-    def _attach(self, record: ExecutionRecord, observers: list[OutputObserver]) -> Live:
-        live = self.live[record.execution_id] = Live(record, observers=list(observers))
+    def _attach(self, record: ExecutionRecord, observers: list[OutputObserver],
+                followers: tuple[Follower, ...] = ()) -> Live:
+        live = self.live[record.execution_id] = Live(record, observers=list(observers),
+                                                     followers=set(followers))
         assert self._nursery is not None
         self._nursery.start_soon(self._run_runtime, live)
         return live

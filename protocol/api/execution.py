@@ -47,6 +47,11 @@ class RunParams(Scoped, kw_only=True):
     #: CLI sends: the caller's environment at submit, as `pueue add` does). Either way the
     #: environment is kept private to the record (`Execution get` with `include_env`).
     env_base: Literal["daemon", "none"] = "daemon"
+    #: Stream the output on this call as `follow` does, from the first byte (`vigil run
+    #: --wait`): the answer comes first, then `FollowEvent`s until the execution ended. The
+    #: stream is attached before the command starts, so none of a fast command's first
+    #: bytes can be pruned by retention before a separate `follow` call would get there.
+    follow: bool = False
 
 
 # --- records as clients see them -------------------------------------------------------------
@@ -415,6 +420,9 @@ class FollowParams(Scoped, kw_only=True):
 
     execution_id: str
     from_offset: Annotated[int, Meta(ge=0)] = 0
+    #: Send what is retained now and end there, even if the execution still runs
+    #: (`vigil logs` without `-f`): the stream's end is then not the execution's.
+    until_now: bool = False
 
 
 class FollowResult(msgspec.Struct, kw_only=True):
@@ -443,8 +451,9 @@ class FollowGap(msgspec.Struct, tag_field="kind", tag="gap", kw_only=True):
 
 
 class FollowEnd(msgspec.Struct, tag_field="kind", tag="end", kw_only=True):
-    """The execution has ended and every byte up to its end was sent (or reported as a
-    gap): the stream is over. `execution` is its final record."""
+    """The stream is over: the execution has ended and every byte up to its end was sent
+    (or reported as a gap) — or, with `until_now`, everything retained when it was asked.
+    `execution` is its record at that point (final once it ended)."""
 
     execution_id: str
     execution: ExecutionView

@@ -56,7 +56,8 @@ def test_attach_repaints_relays_keys_and_detaches(session, cli_env):
         # Ctrl-\ detaches: the client ends with status 0, the execution keeps running.
         term.write(b"\x1c")
         assert term.wait_exit() == 0
-        assert b"[vigil: detached from " + eid[:12].encode() + b"]" in term.seen
+        assert (b"[vigil: detached from " + eid[:12].encode() + b" with Ctrl-\\; it keeps "
+                b"running (attach again: vigil attach " + eid[:12].encode() + b")]") in term.seen
         assert s.get(eid)["status"] == "running"
     finally:
         term.close()

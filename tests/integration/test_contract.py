@@ -133,6 +133,8 @@ def test_every_answer_validates_against_the_schema(recorder, home, workspace):
 
     # attach: the answer and every event kind it pushes (output, then exited).
     attach_one(r, home, workspace)
+    # follow, and run with follow: the answer, then output events and the end.
+    follow_one(r, home, workspace)
 
     # Agent, native: observation, a prompt to the fake agent, its receipt.
     agent = r.call("run", argv=[FAKE_AGENT])["execution"]["execution_id"]
@@ -173,6 +175,32 @@ def attach_one(r: Recorder, home, workspace) -> None:
             assert not errors, errors[0].message
             kinds.append(event["kind"])
         assert kinds[0] == "output" and kinds[-1] == "exited"
+    finally:
+        s.close()
+
+
+def follow_one(r: Recorder, home, workspace) -> None:
+    s = Session(home, workspace)
+    s.client.close()
+    s.client = home.client(encoding="json")
+
+    def events_until_end(method: str) -> list[str]:
+        schema = SCHEMA["methods"][method]["events"]
+        kinds = []
+        while "end" not in kinds:
+            event = s.client.next_event()
+            errors = list(validator(schema).iter_errors(json.loads(json.dumps(event))))
+            assert not errors, errors[0].message
+            kinds.append(event["kind"])
+        return kinds
+
+    try:
+        eid = r.call("run", command="echo one; echo two")["execution"]["execution_id"]
+        r.check("follow", None, s.call("follow", execution_id=eid))
+        assert events_until_end("follow")[-1] == "end"
+        r.check("run", None, s.call("run", argv=["echo", "three"], follow=True))
+        kinds = events_until_end("run")
+        assert kinds[0] == "output" and kinds[-1] == "end"
     finally:
         s.close()
 
