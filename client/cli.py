@@ -38,8 +38,22 @@ class Parser(argparse.ArgumentParser):
         raise UsageError(message, self.format_usage())
 
 
+class TopParser(Parser):
+    """The top-level parser: its help lists the commands by group (the epilog) instead of
+    argparse's one flat list. The subparsers keep their help (completion generators read it)."""
+
+    commands: argparse.Action | None = None
+
+    def format_help(self) -> str:
+        saved, self.commands.help = self.commands.help, argparse.SUPPRESS
+        try:
+            return super().format_help()
+        finally:
+            self.commands.help = saved
+
+
 def build_parser() -> Parser:
-    parser = Parser(prog="vigil", description="Run and watch terminal work under guardians "
+    parser = TopParser(prog="vigil", description="Run and watch terminal work under guardians "
                                               "that outlive the daemon.",
                     formatter_class=argparse.RawDescriptionHelpFormatter,
                     usage="vigil [--json] [--no-autostart] [--workspace DIR] COMMAND ...")
@@ -50,8 +64,9 @@ def build_parser() -> Parser:
     parser.add_argument("--workspace", default=None, metavar="DIR",
                         help="workspace whose executions to act on (default: $VIGIL_WORKSPACE, "
                              "else the enclosing git repository, else the current directory)")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND", title="commands",
-                                help=argparse.SUPPRESS)
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser,
+                                help="the command (see the list below)")
+    parser.commands = sub
     for name in MODULES:
         importlib.import_module(f".commands.{name}", __package__).add_parsers(sub)
     parser.epilog = command_list(sub) + (
