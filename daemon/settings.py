@@ -53,10 +53,11 @@ class Settings(WireLimits, kw_only=True, forbid_unknown_fields=True, frozen=True
     terminal_type: str = "xterm-256color"
 
     # --- store and retention (spec: "Retention and recovery") -------------------------------
-    retention_records_per_scope: _r(1, 1_000_000, "records kept per scoped session, the persistent shell's commands not counted (spec: 128)") = 128
+    retention_records_per_scope: _r(1, 1_000_000, "records kept per scoped session, not counting the persistent shell and its commands (spec: 128)") = 128
     retention_shell_commands_per_scope: _r(
-        1, 1_000_000, "persistent-shell commands kept per scoped session, a pool of their own so "
-        "they never push runs out (vigil, issue 12: the spec's 128 again)") = 128
+        1, 1_000_000, "persistent-shell records (the shell and its commands) kept per scoped "
+        "session, a pool of their own so they never push runs out (vigil, issue 12: the "
+        "spec's 128 again)") = 128
     retention_output_bytes: _r(4 * KiB, 1024 * MiB, "output kept per execution (spec: 1 MiB)") = 1 * MiB
     retention_screen_bytes: _r(1 * KiB, 16 * MiB, "screen text kept per execution (spec: 64 KiB)") = 64 * KiB
     retention_scope_bytes: _r(64 * KiB, 64 * 1024 * MiB, "output+screen per session (spec: 16 MiB)") = 16 * MiB

@@ -28,6 +28,9 @@ RECORD_SCHEMA = 1
 Status = Literal["running", "exited", "unknown"]
 Kind = Literal["standalone", "shell", "shell_command"]
 TERMINAL_STATUSES = frozenset({"exited", "unknown"})
+#: The kinds in the persistent shell's retention pool (retention.py): the shells and their
+#: commands, kept under a cap of their own so they never push standalone runs out.
+SHELL_POOL_KINDS = frozenset({"shell", "shell_command"})
 
 
 class RuntimeIdentity(msgspec.Struct, kw_only=True, frozen=True):
@@ -121,6 +124,10 @@ class ExecutionRecord(msgspec.Struct, kw_only=True, frozen=True):
     @property
     def is_terminal(self) -> bool:
         return self.status in TERMINAL_STATUSES
+
+    @property
+    def in_shell_pool(self) -> bool:
+        return self.kind in SHELL_POOL_KINDS
 
     @property
     def output_stored_bytes(self) -> int:

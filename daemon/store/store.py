@@ -359,14 +359,15 @@ class Store:
             )
             new = _validated(new)
             shash = scope_hash(new.scope)
+            # Usage first, before the record is listed (an old scope's first count must not
+            # see it and then add it again).
+            tx.add_usage(shash, records=1, shell_pool=int(new.in_shell_pool))
             tx.put_record(new)
             tx.txn.put(keys.by_scope_key(shash, new.started_unix_ms, eid), b"", db=tx.dbs["by_scope"])
             if terminal:
                 tx.txn.put(keys.expiry_key(tx.now_ms, eid), b"", db=tx.dbs["expiry"])
-            shell_command = new.kind == "shell_command"
-            tx.add_usage(shash, records=1, shell_commands=int(shell_command))
             tx.add_change(new, "created")
-            enforce_record_count(tx, shash, shell_command)
+            enforce_record_count(tx, shash, new.in_shell_pool)
             return tx.get_record(eid) or new
 
         return self._write(fn)
@@ -591,7 +592,7 @@ class Store:
         """
         dbs = self._env.dbs
         with self._env.read() as txn:
-            usage: dict[bytes, list[int]] = {}  # records, bytes, shell commands
+            usage: dict[bytes, list[int]] = {}  # records, bytes, shell pool
             for k, raw in txn.cursor(db=dbs["executions"]):
                 rec = decode_record(raw)
                 eid = bytes(k)
@@ -612,10 +613,10 @@ class Store:
                 u = usage.setdefault(shash, [0, 0, 0])
                 u[0] += 1
                 u[1] += stored + rec.screen_bytes
-                u[2] += rec.kind == "shell_command"
+                u[2] += rec.in_shell_pool
             for k, raw in txn.cursor(db=dbs["scopes"]):
                 t = Tx(txn, dbs, self.settings, 0).usage(bytes(k))
-                assert usage.pop(bytes(k), [0, 0, 0]) == [t.records, t.bytes, t.shell_commands], (
+                assert usage.pop(bytes(k), [0, 0, 0]) == [t.records, t.bytes, t.shell_pool], (
                     "scope usage", bytes(k).hex())
             assert not usage, ("scopes without usage", usage)
 
