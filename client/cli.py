@@ -30,9 +30,41 @@ GROUPS = {
 }
 
 
+def _help_width() -> int:
+    """What argparse would compute (COLUMNS, else the terminal, less 2), found once: its
+    formatter otherwise imports shutil and asks the terminal at every add_argument."""
+    import os
+
+    try:
+        columns = int(os.environ["COLUMNS"])
+    except (KeyError, ValueError):
+        try:
+            columns = os.get_terminal_size(2).columns
+        except OSError:
+            columns = 80
+    return max(columns - 2, 20)
+
+
+class Formatter(argparse.HelpFormatter):
+    width: int | None = None
+
+    def __init__(self, prog: str) -> None:
+        if Formatter.width is None:
+            Formatter.width = _help_width()
+        super().__init__(prog, width=Formatter.width)
+
+
+class ListFormatter(Formatter, argparse.RawDescriptionHelpFormatter):
+    """The top level's: its epilog is the command list, already laid out."""
+
+
 class Parser(argparse.ArgumentParser):
     """argparse that raises `UsageError` instead of exiting, so bad usage is reported the
     one way every error is (exit 2; JSON with --json). Subparsers inherit the class."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        kwargs.setdefault("formatter_class", Formatter)
+        super().__init__(*args, **kwargs)
 
     def error(self, message: str):
         raise UsageError(message, self.format_usage())
@@ -52,10 +84,59 @@ class TopParser(Parser):
             self.commands.help = saved
 
 
-def build_parser() -> Parser:
+class _Skipped:
+    """Stands in for the parser of a command that is not being run: every method call
+    (add_argument, set_defaults, add_subparsers…) is accepted and does nothing."""
+
+    def __getattr__(self, name):
+        return lambda *args, **kwargs: self
+
+
+class _OnlyCommand:
+    """The subparsers action as command modules see it, building only `wanted`'s parser:
+    `vigil ls` need not build the other twenty (argparse builds parsers slowly). The
+    others' one-line help is still recorded, for the command list."""
+
+    def __init__(self, sub, wanted: str):
+        self.sub = sub
+        self.wanted = wanted
+        self.helps: dict[str, str] = {}
+
+    def add_parser(self, name: str, **kwargs):
+        self.helps[name] = kwargs.get("help") or ""
+        if name == self.wanted or self.wanted in kwargs.get("aliases", ()):
+            return self.sub.add_parser(name, **kwargs)
+        return _Skipped()
+
+
+#: Top-level options that take a value (so the word after them is not the command).
+_VALUED = ("--workspace",)
+
+
+def command_in(argv: list[str]) -> str | None:
+    """The command `argv` runs, when that is plain from the words before it; None when
+    every parser is needed (help, version, no command, or anything unusual)."""
+    words = iter(argv)
+    for word in words:
+        if word in ("-h", "--help", "--version", "--"):
+            return None
+        if word in _VALUED:
+            next(words, None)
+        elif word.startswith(_VALUED) and "=" in word or word in ("--json", "--no-autostart"):
+            continue
+        elif word.startswith("-"):
+            return None
+        else:
+            return word
+    return None
+
+
+def build_parser(command: str | None = None) -> Parser:
+    """The whole parser, or with `command` one that can parse only that command (which
+    is all `main` needs to run it)."""
     parser = TopParser(prog="vigil", description="Run and watch terminal work under guardians "
                                               "that outlive the daemon.",
-                    formatter_class=argparse.RawDescriptionHelpFormatter,
+                       formatter_class=ListFormatter,
                     usage="vigil [--json] [--no-autostart] [--workspace DIR] COMMAND ...")
     parser.add_argument("--version", action="version", version=f"vigil {VERSION}")
     parser.add_argument("--json", action="store_true", help="print machine-readable JSON")
@@ -67,8 +148,13 @@ def build_parser() -> Parser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser,
                                 help="the command (see the list below)")
     parser.commands = sub
+    target = sub if command is None else _OnlyCommand(sub, command)
     for name in MODULES:
-        importlib.import_module(f".commands.{name}", __package__).add_parsers(sub)
+        importlib.import_module(f".commands.{name}", __package__).add_parsers(target)
+    if command is not None:
+        if command in sub.choices:
+            return parser
+        return build_parser()  # not a command: the full parser says which ones there are
     parser.epilog = command_list(sub) + (
         "\n\n`vigil COMMAND --help` tells more. Exit codes: 0 done, 1 failed, 2 bad usage, "
         "3 daemon unreachable;\n`run --wait` and `sh` exit with the command's own status.")
@@ -96,7 +182,7 @@ def main(argv: list[str] | None = None) -> int:
     # Known before parsing, so that even a parse error is reported as JSON when asked.
     as_json = "--json" in (argv[: argv.index("--")] if "--" in argv else argv)
     try:
-        parser = build_parser()
+        parser = build_parser(command_in(argv))
         args = parser.parse_args(argv)
         if not hasattr(args, "handler"):
             if as_json:

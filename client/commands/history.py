@@ -60,7 +60,6 @@ def cmd_ls(args: argparse.Namespace) -> int:
 
 def table(data) -> str:
     import os
-    import shutil
 
     from ..output import paint, use_colour
 
@@ -72,7 +71,7 @@ def table(data) -> str:
     widths = [max(len(r[i]) for r in rows) for i in range(3)]
     room = None
     if os.isatty(1):
-        room = max(10, shutil.get_terminal_size().columns - sum(widths) - 6)
+        room = max(10, os.get_terminal_size(1).columns - sum(widths) - 6)
     lines = []
     for r in rows:
         what = r[3].replace("\n", " ")

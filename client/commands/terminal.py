@@ -50,7 +50,7 @@ def restore_terminal(rows: int) -> bytes:
     on, the whole screen scrolling — then a fresh line at the bottom."""
     return ("\x1b[?1049l\x1b[0m\x1b[?25h\x1b[?1l\x1b>\x1b[?2004l"
             "\x1b[?1000l\x1b[?1002l\x1b[?1003l\x1b[?1006l\x1b[?7h\x1b[r"
-            f"\x1b[{rows};1H\r\n").encode()
+            f"\x1b[{rows};1H\n").encode()
 
 
 def cmd_screen(args: argparse.Namespace) -> int:

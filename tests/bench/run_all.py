@@ -134,6 +134,7 @@ BENCHMARKS: list[Bench] = [
     Bench("bench_recognize", "target p50 <=", ("--repeat", "200"), ("--repeat", "5"),
           ran_codes=frozenset({0, 1}), extract=recognize_rows),
     Bench("bench_observe", "== observe (observe and wait) ==", in_process=True),
+    Bench("bench_cli", "== cli (the CLI as people use it) ==", in_process=True),
     # Its own full run (3 rounds of 50 MB `yes` and 100 MB floods, three 100 MB TUI floods)
     # takes over 2.5 minutes alone: here it runs with its --quick sizes.
     Bench("bench_shell", "== shell (screens and the persistent shell) ==", ("--quick",), in_process=True,
