@@ -71,6 +71,13 @@ def test_the_program_sees_the_callers_terminal_size(session, cli_env):
         assert b"77\r\r\n20\r\r\n" in term.seen
     finally:
         term.close()
+    # `vigil sh` gives the persistent shell this terminal's size before the command.
+    term = Terminal.vigil(cli_env, "sh", "tput cols; tput lines", rows=31, cols=91)
+    try:
+        assert term.wait_exit() == 0
+        assert b"91\r\r\n31\r\r\n" in term.seen
+    finally:
+        term.close()
     piped = cli_bytes(cli_env, "run", "--wait", "--", "sh", "-c", "tput cols; tput lines")
     assert (piped.returncode, piped.stdout) == (0, b"200\n50\n")  # no terminal: the default
     bad = cli_bytes(cli_env, "run", "--size", "9000x1", "--", "true")

@@ -182,6 +182,8 @@ def test_ls_says_what_it_shows_and_shell_commands_never_push_runs_out(home, work
         assert short.stderr == (b"vigil: 2 of 7 retained executions shown, newest first; "
                                 b"`vigil ls --all` lists them all\n")
         assert cli_bytes(env, "ls").stderr == b""  # all shown: nothing to say
+        big = cli_bytes(env, "ls", "--limit", "100000")  # more than one call's worth: paged
+        assert (big.returncode, len(big.stdout.decode().splitlines())) == (0, 8)
         # A fifth run takes the oldest run's place; its id then says where to look.
         s.wait_exit(s.run(argv=["true"])["execution_id"])
         gone = cli_bytes(env, "show", runs[0])
