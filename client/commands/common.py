@@ -38,6 +38,14 @@ def open_scope(args: argparse.Namespace):
         raise
 
 
+def execution_action(args: argparse.Namespace, action: dict[str, Any]) -> Any:
+    """The `data` of one `Execution` action on the execution named in `args.id`."""
+    client, scope = open_scope(args)
+    with client:
+        eid = scope.resolve(args.id)
+        return scope.execution({**action, "execution_id": eid}).data
+
+
 def call_on(args: argparse.Namespace, method: str, **params: Any) -> Any:
     """Call `method` on the execution named (by id or unique prefix) in `args.id`."""
     client, scope = open_scope(args)

@@ -9,6 +9,7 @@ from ..output import UsageError
 from .common import (
     ID_HELP,
     RAW_HELP,
+    execution_action,
     exit_status,
     fmt_age,
     fmt_status,
@@ -88,11 +89,7 @@ def table(data) -> str:
 def cmd_show(args: argparse.Namespace) -> int:
     from .. import output
 
-    client, scope = open_scope(args)
-    with client:
-        eid = scope.resolve(args.id)
-        data = scope.execution({"type": "get", "execution_id": eid,
-                                "include_env": args.env}).data
+    data = execution_action(args, {"type": "get", "include_env": args.env})
 
     def human(d) -> str:
         e = d.execution
@@ -245,11 +242,7 @@ def cmd_wait(args: argparse.Namespace) -> int:
 def cmd_explain(args: argparse.Namespace) -> int:
     from .. import output
 
-    client, scope = open_scope(args)
-    with client:
-        eid = scope.resolve(args.id)
-        data = scope.execution({"type": "explain", "execution_id": eid,
-                                "recognizer": args.recognizer}).data
+    data = execution_action(args, {"type": "explain", "recognizer": args.recognizer})
 
     def human(d) -> str:
         recovery = d.recovery

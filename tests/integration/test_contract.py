@@ -162,44 +162,40 @@ def attach_one(r: Recorder, home, workspace) -> None:
     s = Session(home, workspace)
     s.client.close()
     s.client = home.client(encoding="json")
-    events = SCHEMA["methods"]["attach"]["events"]
     try:
         eid = r.call("run", command="read x; echo got-$x")["execution"]["execution_id"]
         answer = s.call("attach", execution_id=eid)
         r.check("attach", None, answer)
         s.call("input", execution_id=eid, text="it", keys=["Enter"])
-        kinds = []
-        while "exited" not in kinds:
-            event = s.client.next_event()
-            errors = list(validator(events).iter_errors(json.loads(json.dumps(event))))
-            assert not errors, errors[0].message
-            kinds.append(event["kind"])
+        kinds = events_until(s, "attach", "exited")
         assert kinds[0] == "output" and kinds[-1] == "exited"
     finally:
         s.close()
+
+
+def events_until(s: Session, method: str, last: str) -> list[str]:
+    """The kinds of the events `method`'s call pushes, each checked against the schema,
+    up to the one of kind `last`."""
+    schema = SCHEMA["methods"][method]["events"]
+    kinds: list[str] = []
+    while last not in kinds:
+        event = s.client.next_event()
+        errors = list(validator(schema).iter_errors(json.loads(json.dumps(event))))
+        assert not errors, errors[0].message
+        kinds.append(event["kind"])
+    return kinds
 
 
 def follow_one(r: Recorder, home, workspace) -> None:
     s = Session(home, workspace)
     s.client.close()
     s.client = home.client(encoding="json")
-
-    def events_until_end(method: str) -> list[str]:
-        schema = SCHEMA["methods"][method]["events"]
-        kinds = []
-        while "end" not in kinds:
-            event = s.client.next_event()
-            errors = list(validator(schema).iter_errors(json.loads(json.dumps(event))))
-            assert not errors, errors[0].message
-            kinds.append(event["kind"])
-        return kinds
-
     try:
         eid = r.call("run", command="echo one; echo two")["execution"]["execution_id"]
         r.check("follow", None, s.call("follow", execution_id=eid))
-        assert events_until_end("follow")[-1] == "end"
+        assert events_until(s, "follow", "end")[-1] == "end"
         r.check("run", None, s.call("run", argv=["echo", "three"], follow=True))
-        kinds = events_until_end("run")
+        kinds = events_until(s, "run", "end")
         assert kinds[0] == "output" and kinds[-1] == "end"
     finally:
         s.close()
