@@ -25,7 +25,7 @@ from vigil.protocol.connection import ClientConnection, Event, Reply
 from vigil.protocol.errors import ErrorCode, RemoteError, RemoteProtocolError, VigilError, invalid_request
 from vigil.protocol.methods import lookup
 
-RECEIVE_BYTES = 65536
+RECEIVE_BYTES = 1 << 20
 
 
 class DaemonUnreachable(VigilError):

@@ -126,7 +126,8 @@ def _group_leader(pgid: int) -> int | None:
 class _Conn:
     """The one daemon connection: its socket, inbound frames, outbound bytes, its cursor."""
 
-    __slots__ = ("sock", "decoder", "out", "welcomed", "cursor", "exited_sent", "closing")
+    __slots__ = ("sock", "decoder", "out", "welcomed", "cursor", "exited_sent", "closing",
+                 "hold")
 
     def __init__(self, sock: socket.socket, max_frame_bytes: int):
         self.sock = sock
@@ -138,6 +139,8 @@ class _Conn:
         self.exited_sent = False
         #: Close once `out` is flushed (after a fatal error answer).
         self.closing = False
+        #: v3 `Hold`: never overwrite ring bytes this connection has not been sent.
+        self.hold = False
 
 
 class Guardian:
@@ -277,8 +280,23 @@ class Guardian:
             return None
         return max(0.0, min(deadlines) - time.monotonic())
 
+    def _room(self) -> int | None:
+        """Bytes the PTY may be read into now: None when unlimited; under a held connection,
+        what the ring can take without overwriting bytes not yet sent to it."""
+        conn = self.conn
+        if conn is None or not conn.hold or conn.cursor is None:
+            return None
+        return max(0, self.ring.capacity - (self.ring.end - conn.cursor))
+
     def _advance(self) -> None:
         """Everything that follows from the new state: finalize, pump, linger, re-register."""
+        room = self._room()
+        if self.status is not None and self.drain_deadline is not None and room is not None \
+                and room < self.ring.capacity:
+            # Held, and the daemon still has bytes to be sent: the rest of the output may
+            # wait in the PTY until it caught up, and the grace for leftover processes that
+            # keep the PTY open counts from then (finalizing now would cut the output).
+            self.drain_deadline = time.monotonic() + self.spec.drain_grace_seconds
         if not self.final and self.status is not None:
             if self.pty_eof or (self.drain_deadline is not None and time.monotonic() >= self.drain_deadline):
                 self._finalize()
@@ -291,8 +309,8 @@ class Guardian:
                 self.done = True
         if self.master is not None:
             want = selectors.EVENT_READ | (selectors.EVENT_WRITE if self.pending_input else 0)
-            if self.pty_eof:
-                want &= ~selectors.EVENT_READ
+            if self.pty_eof or self._room() == 0:
+                want &= ~selectors.EVENT_READ  # held: the child waits for the daemon
             if want != self.master_events:
                 if self.master_events and want:
                     self.sel.modify(self.master, want, self._on_master)
@@ -324,11 +342,12 @@ class Guardian:
     def _read_pty(self) -> None:
         """Read until EAGAIN — or until one ring's worth, so that the daemon socket and the
         reaper get a turn even against a child that writes faster than we read."""
-        budget = self.ring.capacity
+        room = self._room()
+        budget = self.ring.capacity if room is None else room
         master = self.master
         while budget > 0:
             try:
-                data = os.read(master, _PTY_READ_BYTES)
+                data = os.read(master, min(_PTY_READ_BYTES, budget))
             except BlockingIOError:
                 return
             except OSError as exc:
@@ -626,6 +645,8 @@ class Guardian:
                 self._signal(conn, signum, group, foreground, seq)
             case wire.Foreground(seq=seq):
                 self._send(conn, msgspec.structs.replace(self._foreground(), seq=seq))
+            case wire.Hold(on=on):
+                conn.hold = on
             case wire.ExitAck():
                 if not self.final:
                     self._refuse(conn, "ExitAck before Exited: the child is still running or draining")

@@ -81,7 +81,7 @@ class _Stream:
         if live is None or live.link is None or not live.attached.is_set() or live.done.is_set():
             return None
         follower = Follower(self.o.settings.follow_buffer_bytes, live.received_end)
-        live.followers.add(follower)
+        self.o.runtimes.add_follower(live, follower)
         return follower, live
 
     async def run(self, offset: int, answer=None, follower: Follower | None = None) -> None:
@@ -101,7 +101,7 @@ class _Stream:
                     offset = await self.from_follower(follower, offset)
                 finally:
                     if live is not None:
-                        live.followers.discard(follower)
+                        self.o.runtimes.remove_follower(live, follower)
                 registered = None
             ended, offset = await self.from_store_until_progress(offset)
             if ended is not None:

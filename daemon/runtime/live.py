@@ -146,6 +146,8 @@ class Live:
     #: Offset just past the newest Output received from the guardian (where a follower
     #: registering now starts its live part).
     received_end: int = 0
+    #: Whether the guardian was asked to hold its child while followers follow.
+    held: bool = False
     #: Stream offset of the screen keeper's first fed byte (fed_bytes counts from there):
     #: what a persisted screen's `output_offset` is computed from.
     screen_origin: int = 0

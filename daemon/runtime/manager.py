@@ -309,6 +309,8 @@ class RuntimeManager:
             record.runtime.child_pid,
             lambda state: self.ingest.set_fields(eid, recognized_state=state))
         replaying = replay_from < stored_end
+        live.held = False
+        self._hold(live)  # a `run --wait` follows from the first byte
         async with trio.open_nursery() as nursery:
             nursery.start_soon(link.run_sender)
             nursery.start_soon(self._acknowledge, live)
@@ -503,6 +505,30 @@ class RuntimeManager:
             return True
         live = self.live.get(record.execution_id)
         return live is not None and live.record.output_total_bytes < live.caught_up_to
+
+    # --- followers (`follow` streams) -----------------------------------------------------
+
+    def add_follower(self, live: Live, follower: Follower) -> None:
+        """A `follow` stream joins. While anyone follows, the guardian holds its child
+        rather than overrun its ring (guardian protocol v3): a daemon that is late on a
+        loaded machine then costs the child time, as a slow terminal would, not bytes. A
+        follower that stalls itself still only loses its own oldest bytes (live.py)."""
+        live.followers.add(follower)
+        self._hold(live)
+
+    def remove_follower(self, live: Live, follower: Follower) -> None:
+        live.followers.discard(follower)
+        self._hold(live)
+
+    def _hold(self, live: Live) -> None:
+        want = bool(live.followers)
+        if live.link is None or live.held == want:
+            return
+        try:
+            if live.link.hold(want):
+                live.held = want
+        except GuardianError:
+            pass  # the connection is ending; a new one starts unheld
 
     # --- control --------------------------------------------------------------------------
 

@@ -170,7 +170,7 @@ async def next_message(link: GuardianLink):
 
 async def test_output_offsets_and_exit_code(guardians):
     link, spec = await guardians.connect(["sh", "-c", "printf 'hello\\nworld'; exit 3"])
-    assert link.welcome.protocol == 2
+    assert link.welcome.protocol == 3
     assert (link.welcome.rows, link.welcome.cols) == (50, 200)
     link.subscribe(0)
     data, msgs, exited = await until_exited(link)
@@ -394,7 +394,7 @@ async def test_handshake_errors_close_the_connection(guardians):
     identity, spec = await guardians.start(["sleep", "100"])
     got, closed = await _raw_exchange(spec.socket_path, wire.encode(wire.Hello(protocol=(5, 6))))
     assert closed and got == [
-        wire.Error(code="unsupported_protocol", message="daemon speaks guardian protocol 5..6, this guardian 1..2")
+        wire.Error(code="unsupported_protocol", message="daemon speaks guardian protocol 5..6, this guardian 1..3")
     ]
     got, closed = await _raw_exchange(spec.socket_path, wire.encode(wire.Foreground()))
     assert closed and got == [wire.Error(code="handshake_required", message="Foreground before Hello")]
@@ -462,6 +462,43 @@ async def test_slow_daemon_gets_exact_gaps_and_the_child_never_waits(guardians):
     assert len(data) + sum(g.end - g.start for g in gaps) == total
     assert data == bytes(len(data))
     assert len(data) >= 64 * 1024  # at least the final ring's worth arrives
+
+
+async def test_a_held_guardian_makes_the_child_wait_instead_of_losing_bytes(guardians):
+    """v3 `Hold`: the same 4 MB through the same 64 KiB ring to a daemon that stops reading
+    for a while — the child waits (its writes block on the full PTY) and every byte
+    arrives, in order, no Gap."""
+    total = 4_000_000
+    link, _ = await guardians.connect(
+        ["head", "-c", str(total), "/dev/zero"],
+        ring_bytes=64 * 1024,
+        send_buffer_bytes=16 * 1024,
+        output_frame_bytes=4096,
+    )
+    assert link.hold(True)
+    link.subscribe(0)
+    # Not read for a moment: the child cannot finish meanwhile; it waits for us.
+    with trio.move_on_after(0.5):
+        await wait_gone(link.identity.child_pid)
+        raise AssertionError("the child finished while nobody read its held output")
+    data, msgs, exited = await until_exited(link)  # contiguous from 0
+    assert [m for m in msgs if isinstance(m, wire.Gap)] == []
+    assert exited.end_offset == total and data == bytes(total)
+
+
+async def test_hold_is_the_connections_a_new_one_starts_unheld(guardians):
+    total = 2_000_000
+    link, spec = await guardians.connect(["head", "-c", str(total), "/dev/zero"],
+                                         ring_bytes=64 * 1024, exit_linger_seconds=30.0)
+    link.hold(True)
+    link.subscribe(0)
+    await link.aclose()  # the daemon goes away: nothing holds the child any more
+    await wait_gone(link.identity.child_pid)
+    again = await guardians.link(spec.socket_path, link.identity)
+    again.subscribe(0)
+    data, msgs, exited = await until_exited(again)
+    gaps = [m for m in msgs if isinstance(m, wire.Gap)]
+    assert gaps and len(data) + sum(g.end - g.start for g in gaps) == total
 
 
 # --- exit without a daemon, records, reconnect ---------------------------------------------
