@@ -74,10 +74,8 @@ class Recorder:
 @pytest.fixture
 def recorder(home, workspace):
     home.start_daemon(extra_env=herdr_world(home, workspace))
-    s = Session(home, workspace)
-    s.client.close()
-    s.client = home.client(encoding="json")  # what a plugin in another language reads
-    rec = Recorder(s)
+    rec = Recorder(json_session(home, workspace))
+    s = rec.s
     try:
         yield rec
     finally:
@@ -158,10 +156,16 @@ def test_every_answer_validates_against_the_schema(recorder, home, workspace):
     assert expected_answers() - r.seen == set()
 
 
-def attach_one(r: Recorder, home, workspace) -> None:
+def json_session(home, workspace) -> Session:
+    """A session over a JSON connection (what a plugin in another language reads)."""
     s = Session(home, workspace)
     s.client.close()
     s.client = home.client(encoding="json")
+    return s
+
+
+def attach_one(r: Recorder, home, workspace) -> None:
+    s = json_session(home, workspace)
     try:
         eid = r.call("run", command="read x; echo got-$x")["execution"]["execution_id"]
         answer = s.call("attach", execution_id=eid)
@@ -187,9 +191,7 @@ def events_until(s: Session, method: str, last: str) -> list[str]:
 
 
 def follow_one(r: Recorder, home, workspace) -> None:
-    s = Session(home, workspace)
-    s.client.close()
-    s.client = home.client(encoding="json")
+    s = json_session(home, workspace)
     try:
         eid = r.call("run", command="echo one; echo two")["execution"]["execution_id"]
         r.check("follow", None, s.call("follow", execution_id=eid))

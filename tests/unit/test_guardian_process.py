@@ -8,6 +8,7 @@ the guardian, or a pidfd becoming readable when a process exits.
 from __future__ import annotations
 
 import os
+import pathlib
 import shutil
 import signal
 import stat
@@ -27,6 +28,8 @@ from vigil.daemon.guardian.launch import launch_guardian, make_launch_spec
 from vigil.daemon.runtime.link import GuardianLink, GuardianRefused, GuardianTimeout
 from vigil.protocol.frames import FrameDecoder, encode_frame
 from vigil.daemon.settings import DEFAULTS
+
+from tests.support.executions import Gate
 
 TIMEOUT = 20  # generous bound for a loaded 2-core CI box; tests finish in milliseconds
 
@@ -444,14 +447,14 @@ async def test_overflow_without_subscriber_is_one_exact_gap(guardians):
     ]
 
 
+#: A flood much larger than a small ring, through small buffers: the daemon's slowness shows.
+FLOOD = 4_000_000
+SMALL_BUFFERS = dict(ring_bytes=64 * 1024, send_buffer_bytes=16 * 1024, output_frame_bytes=4096)
+
+
 async def test_slow_daemon_gets_exact_gaps_and_the_child_never_waits(guardians):
-    total = 4_000_000
-    link, _ = await guardians.connect(
-        ["head", "-c", str(total), "/dev/zero"],
-        ring_bytes=64 * 1024,
-        send_buffer_bytes=16 * 1024,
-        output_frame_bytes=4096,
-    )
+    total = FLOOD
+    link, _ = await guardians.connect(["head", "-c", str(total), "/dev/zero"], **SMALL_BUFFERS)
     link.subscribe(0)
     # Do not read: the socket fills, the guardian stops sending, the child still finishes.
     await wait_gone(link.identity.child_pid)
@@ -468,15 +471,13 @@ async def test_a_held_guardian_makes_the_child_wait_instead_of_losing_bytes(guar
     """v3 `Hold`: the same 4 MB through the same 64 KiB ring to a daemon that stops reading
     for a while — the child waits (its writes block on the full PTY) and every byte
     arrives, in order, no Gap."""
-    total = 4_000_000
+    total = FLOOD
+    gate = Gate(pathlib.Path(guardians.root) / "go")  # the flood starts once we hold
     link, _ = await guardians.connect(
-        ["head", "-c", str(total), "/dev/zero"],
-        ring_bytes=64 * 1024,
-        send_buffer_bytes=16 * 1024,
-        output_frame_bytes=4096,
-    )
+        ["sh", "-c", f"cat {gate.path} >/dev/null; head -c {total} /dev/zero"], **SMALL_BUFFERS)
     assert link.hold(True)
     link.subscribe(0)
+    await trio.to_thread.run_sync(gate.open)
     # Not read for a moment: the child cannot finish meanwhile; it waits for us.
     with trio.move_on_after(0.5):
         await wait_gone(link.identity.child_pid)
