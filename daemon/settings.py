@@ -100,6 +100,10 @@ class Settings(WireLimits, kw_only=True, forbid_unknown_fields=True, frozen=True
         64 * KiB, 1024 * MiB, "output queued for one `follow` stream (run --wait, logs -f) whose "
         "reader stalls; past it the oldest bytes become a reported gap (vigil: the guardian "
         "ring's 4 MiB, so a stall costs what the ring would)") = 4 * MiB
+    follow_stall_seconds: _f(
+        0, 60, "how long a runtime waits for a `follow` reader whose buffer is full (its "
+        "guardian holding the child) before the reader counts as stalled and loses its oldest "
+        "bytes instead (vigil: 2 s, longer than a loaded machine keeps a process waiting)") = 2.0
     follow_event_bytes: _r(
         4 * KiB, 8 * MiB, "most output bytes in one `follow` event (vigil: 1 MiB, well under "
         "the 16 MiB frame)") = 1 * MiB

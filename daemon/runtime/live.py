@@ -80,10 +80,13 @@ class Follower:
     their stream offsets, in a bounded queue.
 
     Unlike a viewer, a follower is never dropped and never gets a repaint: it wants every
-    byte. When its reader stalls and the queue passes `capacity`, the *oldest* chunks are
-    dropped (as the guardian's ring drops its oldest bytes), and the stream reports exactly
-    that range as a gap once the reader is back. `offer` never blocks: a stalled reader
-    costs a bounded buffer, never the child or ingest (DESIGN: rules that hold everywhere).
+    byte. When the queue is full the runtime waits for its reader a moment (up to
+    `follow_stall_seconds`: a reader descheduled on a loaded machine is not a stalled one),
+    the guardian holding the child meanwhile. A reader that still reads nothing is
+    `stalled`: from then on the *oldest* chunks are dropped (as the guardian's ring drops
+    its oldest bytes) and the stream reports exactly that range as a gap once the reader is
+    back. `offer` never blocks, and a stalled reader costs a bounded buffer, never the
+    child, ingest or anyone else (DESIGN: rules that hold everywhere).
     """
 
     def __init__(self, capacity: int, start: int):
@@ -96,7 +99,16 @@ class Follower:
         #: End of the newest range dropped because the reader stalled (0: none).
         self.dropped_to = 0
         self.ready = trio.Event()
+        #: Set when the reader takes chunks (the runtime may be waiting for room).
+        self.room = trio.Event()
+        #: The queue stayed full longer than the runtime waits: drop, do not wait, until
+        #: the reader reads again.
+        self.stalled = False
         self.closed = False
+
+    @property
+    def full(self) -> bool:
+        return self.size >= self.capacity
 
     def offer(self, offset: int, data: bytes) -> None:
         if self.closed or not data:
@@ -112,6 +124,19 @@ class Follower:
     def close(self) -> None:
         self.closed = True
         self.ready.set()
+        self.room.set()
+
+    async def wait_room(self, patience: float) -> None:
+        """Return once the queue has room, or after `patience` seconds of a full queue
+        (then the follower is `stalled`, and is not waited for until it reads again)."""
+        if not self.full or self.stalled or self.closed:
+            return
+        with trio.move_on_after(patience):
+            while self.full and not self.closed:
+                self.room = trio.Event()
+                await self.room.wait()
+        if self.full and not self.closed:
+            self.stalled = True
 
     async def take(self, limit: int) -> list[tuple[int, bytes]] | None:
         """The queued chunks, oldest first, up to about `limit` bytes (at least one chunk);
@@ -128,6 +153,8 @@ class Follower:
             self.size -= len(data)
             taken += len(data)
             out.append((offset, data))
+        self.stalled = False
+        self.room.set()
         return out
 
 

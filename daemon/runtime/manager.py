@@ -339,6 +339,8 @@ class RuntimeManager:
                             if not data:
                                 continue
                         await self.ingest.wait_room()
+                        for follower in tuple(live.followers):
+                            await follower.wait_room(s.follow_stall_seconds)
                         for observer in live.observers:
                             observer(offset, data)
                         self.ingest.add_output(eid, offset, data)

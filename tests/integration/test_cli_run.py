@@ -95,7 +95,7 @@ def test_a_stalled_reader_is_told_exactly_what_it_lost(home, workspace):
     """The CLI's stdout is a pipe nobody reads until the command has ended: the daemon
     keeps 64 KiB for it and drops the oldest beyond that. Every byte is then either on
     stdout, at its place, or inside a gap said on stderr with its exact byte counts."""
-    home.write_config("follow_buffer_bytes = 65536\n")
+    home.write_config("follow_buffer_bytes = 65536\nfollow_stall_seconds = 0.2\n")
     home.start_daemon()
     env = dict(home.env, VIGIL_WORKSPACE=str(workspace))
     s = Session(home, workspace)
