@@ -20,7 +20,7 @@ from vigil.protocol import paths
 from vigil.protocol.codec import Encoding
 import msgspec
 
-from vigil.protocol.api.daemon import HelloResult
+from vigil.protocol.api.daemon import LOCAL_PRINCIPAL, HelloResult
 from vigil.protocol.connection import ClientConnection, Event, Reply
 from vigil.protocol.errors import ErrorCode, RemoteError, RemoteProtocolError, VigilError, invalid_request
 from vigil.protocol.methods import lookup
@@ -40,9 +40,11 @@ class Client:
 
     def __init__(self, socket_path: str | os.PathLike | None = None, *,
                  encoding: Encoding | str = Encoding.MSGPACK, client_name: str = "vigil",
-                 timeout: float | None = None):
+                 timeout: float | None = None, principal: str = LOCAL_PRINCIPAL,
+                 wait_profile: str = "local"):
         self.socket_path = os.fspath(socket_path or paths.socket_path())
-        self._conn = ClientConnection(encoding=Encoding(encoding), client_name=client_name)
+        self._conn = ClientConnection(encoding=Encoding(encoding), client_name=client_name,
+                                      principal=principal, wait_profile=wait_profile)
         self._replies: dict[int | str | None, Reply] = {}
         self._events: deque[Event] = deque()
         self.welcome: HelloResult | None = None

@@ -14,6 +14,8 @@ import os
 import tomllib
 from pathlib import Path
 
+from typing import Annotated
+
 import msgspec
 from msgspec import Meta
 
@@ -24,6 +26,41 @@ from vigil.protocol.settings import int_setting as _r
 
 class Settings(WireLimits, kw_only=True, forbid_unknown_fields=True, frozen=True):
     """All tunables: the wire limits plus the daemon's own."""
+
+    # --- the daemon process: its socket, its runtime dir, its memory ----------------------
+    accept_capacity_pause_seconds: _f(
+        0.001, 10, "pause before retrying an accept that failed for lack of descriptors or "
+        "memory (EMFILE, ENFILE, ENOMEM, ENOBUFS; trio's serve_listeners: 0.1 s)"
+    ) = 0.1
+    runtime_dir_settle_seconds: _f(
+        0.001, 10, "after the runtime dir, socket or lock file is deleted, wait this long "
+        "without further deletions before recreating them, so an `rm -rf` can finish (ours: 0.1 s)"
+    ) = 0.1
+    gc_collect_seconds: _f(
+        1, 86400, "the cycle collector runs on this timer instead of on allocation counts "
+        "(daemon/process/memory.py says why; ours: 5 min)"
+    ) = 300.0
+    gc_thaw_seconds: _f(
+        1, 7 * 86400, "the cycle collector freezes what survives each run; this often a run "
+        "thaws everything first, reclaiming cycles among frozen objects (ours: 1 h)"
+    ) = 3600.0
+    gc_allocations_max: _r(
+        10_000, 1 << 40, "...or as soon as this many more objects are alive than after its last "
+        "run (a backstop against garbage cycles piling up; ours: 1,000,000)"
+    ) = 1_000_000
+    runtime_dir_retry_seconds: _f(
+        0.1, 3600, "retry interval when the runtime dir cannot be recreated (ours: 5 s)"
+    ) = 5.0
+
+    # --- threads (Initialize) ----------------------------------------------------------------
+    threads_per_principal_max: _r(
+        1, 1_000_000, "threads one principal may hold; a new one past it is refused with "
+        "limit_exceeded (ours: 1024)"
+    ) = 1024
+    thread_idle_expiry_seconds: _f(
+        1, 10 * 365 * 86400.0, "a thread no call used for this long is forgotten and answered "
+        "like one that never existed (ours: 30 days)"
+    ) = 30 * 86400.0
 
     # --- guardian ---------------------------------------------------------------------------
     guardian_ring_bytes: _r(64 * KiB, 1024 * MiB, "guardian output ring (DESIGN: 4 MiB)") = 4 * MiB
@@ -45,6 +82,10 @@ class Settings(WireLimits, kw_only=True, forbid_unknown_fields=True, frozen=True
         0, 3600, "an exited guardian waits this long for a (restarting) daemon to connect "
         "before it leaves only its records (ours: 10 s)"
     ) = 10.0
+    guardian_ack_interval_seconds: _f(
+        0, 60, "acknowledge durable output to a guardian at most this often; what is not yet "
+        "acknowledged is what its exit tail holds (ours: 5 s)"
+    ) = 5.0
     guardian_command_timeout_seconds: _f(0.01, 300, "how long a command (input, signal, resize) waits for its guardian's answer before it is reported unanswered (ours: 5 s)") = 5.0
     guardian_outbox_bytes: _r(64 * KiB, 1024 * MiB, "commands queued for a guardian that does not read them; more are refused as busy (ours: 4 MiB)") = 4 * MiB
     guardian_exit_wait_seconds: _f(0, 60, "after a guardian's connection ends, how long to wait for it to exit before calling it alive-but-silent") = 2.0
@@ -88,6 +129,14 @@ class Settings(WireLimits, kw_only=True, forbid_unknown_fields=True, frozen=True
     # --- recognizers ------------------------------------------------------------------------
     idle_debounce_confirmations: _r(1, 100, "observations before working→idle is reported") = 3
     idle_debounce_interval_seconds: _f(0, 10, "spacing of those observations") = 0.1
+    recognize_argv_refresh_seconds: _f(
+        0, 600, "the foreground process's argv is read again when its pid, name or start time "
+        "changes, or after this long (an exec that keeps the name; ours: 10 s)"
+    ) = 10.0
+    recognize_reload_seconds: _f(
+        0, 600, "live recognition looks for changed user manifests at most this often; explain "
+        "and prompts always look (ours: 1 s)"
+    ) = 1.0
 
     # --- prompts and receipts (spec: "Submit a native prompt once") -------------------------
     receipts_per_generation: _r(1, 100000, "receipts per generation (spec: 64)") = 64
@@ -133,8 +182,47 @@ class Settings(WireLimits, kw_only=True, forbid_unknown_fields=True, frozen=True
     herdr_read_lines_default: _r(1, 100000, "Herdr read lines default (spec: 100)") = 100
     herdr_read_lines_max: _r(1, 100000, "Herdr read lines maximum (spec: 1000)") = 1000
 
+    # --- usage telemetry (spec: "Workflow telemetry", "Usage metrics") ----------------------
+    usage_log_enabled: Annotated[bool, Meta(description="write the usage log `<state>/usage.jsonl` (vigil: on)")] = True
+    usage_log_max_bytes: _r(64 * KiB, 1 << 40, "usage log size before it is rotated (vigil: 16 MiB)") = 16 * MiB
+    usage_log_files: _r(0, 100, "rotated usage logs kept beside the current one (vigil: 2)") = 2
+    usage_log_flush_seconds: _f(0.01, 60, "longest a usage event waits in memory before it is written (vigil: 0.5 s)") = 0.5
+    usage_log_buffer_events: _r(16, 10_000_000, "usage events held in memory while the disk is slow; newer ones are dropped and counted (vigil: 65,536, ~20 MiB at most)") = 65536
+
     # --- transcripts (seeds/003) ------------------------------------------------------------
     subscriber_buffer_events: _r(1, 1 << 20, "per-subscriber event buffer (seeds/003: 256)") = 256
+    transcripts_enabled: bool = True
+    transcript_retention_seconds: _f(60, 10 * 365 * 86400, "a transcript file is kept this long after its last write (ours: 14 days)") = 14 * 86400.0
+    transcript_total_bytes_max: _r(1 * MiB, 1 << 44, "all transcript files together; past it the oldest are deleted first (ours: 1 GiB)") = 1024 * MiB
+    transcript_prune_interval_seconds: _f(0, 86400, "retention runs at most this often, lazily (ours: 60 s)") = 60.0
+    transcript_open_files_max: _r(1, 65536, "transcript files kept open at once; the least recently written is closed first (ours: 64)") = 64
+    transcript_agent_poll_seconds: _f(0.01, 60, "an agent's session log is looked for and read at least this often while it runs (ours: 0.5 s)") = 0.5
+    transcript_discovery_seconds: _f(0, 86400, "how long an agent's session log is looked for after it is recognized (ours: 10 min)") = 600.0
+    # Agent session logs (reference/agent-session-logs.md): lines of several MB hold base64
+    # images and tool output, Codex `compacted` records reach tens of MB.
+    transcript_line_max_bytes: _r(
+        1 * KiB, 1024 * MiB, "longest agent session-log line read whole; a longer one is "
+        "recorded cut (content not read, `cut_bytes` set) (ours: 4 MiB, above ordinary tool "
+        "output, below the image and compaction lines of the reference page)"
+    ) = 4 * MiB
+    transcript_agent_hold_seconds: _f(
+        0, 3600, "an agent reply spread over several log lines is held this long after the "
+        "log last grew, to merge it by message id; a later line comes out `continued` "
+        "(ours: 5 s; Claude Code writes a reply a block at a time)"
+    ) = 5.0
+    transcript_follow_read_bytes: _r(
+        4 * KiB, 1024 * MiB, "most of an agent log one follow call reads; the caller calls "
+        "again while it is behind (ours: 4 MiB, tens of ms of normalizing)"
+    ) = 4 * MiB
+    transcript_discovery_scan_bytes: _r(
+        64 * KiB, 1024 * MiB, "bytes read from the head, and from the tail, of a candidate "
+        "agent log to find its cwd and times (ours: 8 MiB, two maximal lines)"
+    ) = 8 * MiB
+    transcript_log_mtime_slack_seconds: _f(
+        0, 60, "a candidate agent log modified this much before the execution started is "
+        "still examined (file times come from the kernel's coarse clock; the lines' own "
+        "timestamps are then compared exactly) (ours: 2 s)"
+    ) = 2.0
 
 
 def config_path() -> Path:

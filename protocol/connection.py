@@ -6,6 +6,7 @@ on the same `FrameDecoder` and codec, so there is exactly one copy of the framin
 States of a server connection (all transitions are in this file):
 
     AWAIT_HELLO --hello ok--> READY
+    AWAIT_HELLO --a body nested too deep to decode--> AWAIT_HELLO (after invalid_request)
     AWAIT_HELLO --anything else / bad version--> CLOSED (after one error frame)
     READY --frame too large / undecodable envelope--> CLOSED (after one error frame)
 
@@ -20,8 +21,8 @@ from typing import Any
 
 import msgspec
 
-from .codec import Encoding, decode_as, decoder, encoder, sniff_encoding
-from .api.daemon import HelloParams, HelloResult
+from .codec import Encoding, decode_as, decoder, encoder, sniff_encoding, too_deep
+from .api.daemon import LOCAL_PRINCIPAL, HelloParams, HelloResult
 from .envelope import (
     ErrorBody,
     ErrorEnvelope,
@@ -84,6 +85,10 @@ class ServerConnection:
         self.encoding = Encoding.MSGPACK
         self.protocol: int | None = None
         self.client_name = ""
+        #: Whom this connection's calls act for, and the default of its omitted waits
+        #: (from hello; see `HelloParams`).
+        self.principal = LOCAL_PRINCIPAL
+        self.wait_profile = "local"
         self.max_frame_bytes = max_frame_bytes
         self._frames = FrameDecoder(max_frame_bytes)
         self._encoder = encoder(Encoding.MSGPACK)
@@ -125,12 +130,15 @@ class ServerConnection:
         except msgspec.DecodeError as exc:
             return BadRequest(None, ErrorBody(ErrorCode.INVALID_REQUEST.value,
                                               f"undecodable {self.encoding.value} body: {exc}"))
+        except RecursionError:
+            return BadRequest(None, ErrorBody(ErrorCode.INVALID_REQUEST.value,
+                                              too_deep(self.encoding)))
         if envelope.method == "hello":
             return BadRequest(envelope.id, ErrorBody(ErrorCode.INVALID_REQUEST.value,
                                                      "hello was already completed"))
         return RequestReceived(envelope.id, envelope.method, envelope.params)
 
-    def _handshake(self, body: bytes) -> HelloReceived | ConnectionFailed:
+    def _handshake(self, body: bytes) -> HelloReceived | BadRequest | ConnectionFailed:
         self.encoding = sniff_encoding(body)
         self._encoder = encoder(self.encoding)
         self._envelope_decoder = decoder(self.encoding, RequestEnvelope)
@@ -139,6 +147,11 @@ class ServerConnection:
         except msgspec.DecodeError as exc:
             return self._fail(None, ErrorCode.HANDSHAKE_REQUIRED,
                               f"the first frame must be a hello request ({exc})")
+        except RecursionError:
+            # The frame was whole and in sync, only too deep to read: answer it and keep
+            # waiting for a hello the daemon can read.
+            return BadRequest(None, ErrorBody(ErrorCode.INVALID_REQUEST.value,
+                                              too_deep(self.encoding)))
         if envelope.method != "hello":
             return self._fail(envelope.id, ErrorCode.HANDSHAKE_REQUIRED,
                               f"the first request must be 'hello', not {envelope.method!r}")
@@ -163,6 +176,8 @@ class ServerConnection:
             )
         self.protocol = version
         self.client_name = hello.client
+        self.principal = hello.principal
+        self.wait_profile = hello.wait_profile
         return HelloReceived(envelope.id, hello)
 
     def _fail(self, id_, code: ErrorCode, message: str, data: dict | None = None
@@ -239,9 +254,12 @@ class ClientConnection:
 
     def __init__(self, *, encoding: Encoding = Encoding.MSGPACK, client_name: str = "vigil",
                  max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES,
-                 protocol: tuple[int, int] = (PROTOCOL_MIN, PROTOCOL_MAX)):
+                 protocol: tuple[int, int] = (PROTOCOL_MIN, PROTOCOL_MAX),
+                 principal: str = LOCAL_PRINCIPAL, wait_profile: str = "local"):
         self.encoding = encoding
         self.client_name = client_name
+        self.principal = principal
+        self.wait_profile = wait_profile
         self.protocol_range = protocol
         self.state = ClientState.AWAIT_WELCOME
         self.welcome: HelloResult | None = None
@@ -255,7 +273,8 @@ class ClientConnection:
         if self._hello_id is not None:
             raise LocalProtocolError(ErrorCode.INVALID_REQUEST, "hello was already sent")
         params = HelloParams(protocol=self.protocol_range, encoding=self.encoding.value,
-                             client=self.client_name)
+                             client=self.client_name, principal=self.principal,
+                             wait_profile=self.wait_profile)
         self._hello_id, frame = self._request("hello", params)
         return self._hello_id, frame
 
@@ -301,6 +320,10 @@ class ClientConnection:
             self.state = ClientState.CLOSED
             raise RemoteProtocolError(ErrorCode.MALFORMED_FRAME,
                                       f"undecodable reply from daemon: {exc}") from None
+        except RecursionError:
+            self.state = ClientState.CLOSED
+            raise RemoteProtocolError(ErrorCode.MALFORMED_FRAME,
+                                      f"reply from daemon: {too_deep(self.encoding)}") from None
         if env.method == "event" and env.id is None and not len(env.result):
             return Event(env.params if len(env.params) else None)
         reply = Reply(env.id, env.result if len(env.result) else None, env.error)
@@ -327,3 +350,6 @@ class ClientConnection:
             raise RemoteProtocolError(ErrorCode.MALFORMED_FRAME,
                                       f"the daemon's answer is not the expected "
                                       f"{getattr(type_, '__name__', type_)}: {exc}") from None
+        except RecursionError:
+            raise RemoteProtocolError(ErrorCode.MALFORMED_FRAME,
+                                      f"the daemon's answer: {too_deep(self.encoding)}") from None

@@ -4,9 +4,9 @@ The daemon (to validate params before dispatch), the client (to decode a result 
 `vigil protocol schema` (to export JSON Schema for plugin authors and MCP tools) read this
 one table, so the three cannot drift apart.
 
-Most methods have one result type. `Execution` and `Agent` answer with a different `data`
-per action: their entry lists every result by action (`results`), and `result_type(params)`
-picks the one a given request is answered with.
+Most methods have one result type. `Execution`, `Agent` and `BashCommand` answer with a
+different result per action: their entry lists every result by action (`results`), and
+`result_type(params)` picks the one a given request is answered with.
 
 The table is filled one method family at a time, when a method of that family is first
 looked up (`lookup` imports `protocol/api/<family>.py` then): `vigil ls` imports the
@@ -129,8 +129,13 @@ def _terminal(terminal) -> None:
 
 
 def _shell(shell) -> None:
-    register("BashCommand", shell.BashCommandParams, shell.BashCommandResult,
-             "Run a command in the thread's persistent shell, check it, or send it input.")
+    def action(params: shell.BashCommandParams) -> str:
+        return type(params.action).__struct_config__.tag
+
+    register("BashCommand", shell.BashCommandParams, None,
+             "Run a command in the thread's persistent shell (or as a Task), check it, send it "
+             "input, show its screen, inspect it, wait for its turn, or prompt it.",
+             results=shell.RESULTS, select=action)
 
 
 def _agent(agent) -> None:
@@ -143,17 +148,23 @@ def _agent(agent) -> None:
              select=action)
 
 
+def _transcript(transcript) -> None:
+    register("transcript", transcript.TranscriptParams, transcript.TranscriptResult,
+             "Read a run's exchange transcript (a thread or an execution), and follow it live.")
+    EVENTS["transcript"] = transcript.TranscriptStreamEvent
+
+
 #: Each family's registrations, by its module name under `vigil.protocol.api`.
 _FAMILIES: dict[str, Callable[[Any], None]] = {
     "daemon": _daemon, "scope": _scope, "execution": _execution, "terminal": _terminal,
-    "shell": _shell, "agent": _agent,
+    "shell": _shell, "agent": _agent, "transcript": _transcript,
 }
 #: Method → family. A test checks it against the families' registrations.
 FAMILY = {
     "hello": "daemon", "ping": "daemon", "status": "daemon", "Initialize": "scope",
     "run": "execution", "Execution": "execution", "follow": "execution", "signal": "execution",
     "resolve": "execution", "screen": "terminal", "input": "terminal", "resize": "terminal",
-    "attach": "terminal", "BashCommand": "shell", "Agent": "agent",
+    "attach": "terminal", "BashCommand": "shell", "Agent": "agent", "transcript": "transcript",
 }
 _LOADED: set[str] = set()
 

@@ -16,31 +16,34 @@ never come. Exec failures are reported back over a close-on-exec pipe, as subpro
 
 from __future__ import annotations
 
-import ctypes
 import errno
 import fcntl
 import os
-import platform
-import signal
 import struct
 import termios
+
+import _signal  # signal.py's C half: signal.py wraps it in enums, and enum costs a guardian ~1 MiB
+
+from . import libc
 
 #: rt_sigaction's number, for the signals the C library will not let `signal.signal` touch
 #: (32 and 33, reserved by NPTL): if the daemon's own parent ignored one of them, the
 #: ignore would survive exec into the child. A zeroed kernel `struct sigaction` is SIG_DFL
 #: with no flags and an empty mask on every layout.
-_RT_SIGACTION = {"x86_64": 13, "aarch64": 134}.get(platform.machine())
-_LIBC = ctypes.CDLL(None, use_errno=True) if _RT_SIGACTION is not None else None
-_ZERO_SIGACTION = ctypes.create_string_buffer(64)
+_RT_SIGACTION = {"x86_64": 13, "aarch64": 134}.get(os.uname().machine)
+_ZERO_SIGACTION = bytes(64)
 
 
 def _default_disposition(sig: int) -> None:
     """SIG_DFL for `sig`, also for the C library's reserved real-time signals."""
     try:
-        signal.signal(sig, signal.SIG_DFL)
+        _signal.signal(sig, _signal.SIG_DFL)
     except (OSError, ValueError):
-        if _LIBC is not None:
-            _LIBC.syscall(_RT_SIGACTION, sig, _ZERO_SIGACTION, None, 8)
+        if _RT_SIGACTION is not None:
+            try:
+                libc.call("syscall", _RT_SIGACTION, sig, _ZERO_SIGACTION, None, 8)
+            except OSError:
+                pass  # as before: a signal the kernel will not reset stays as it was
 
 
 class SpawnError(OSError):
@@ -84,7 +87,7 @@ def _child(slave: int, errpipe_w: int, argv: list[str], cwd: str, env: dict[str,
     """Runs in the forked child; never returns (exec or _exit)."""
     step = "setsid"
     try:
-        signal.set_wakeup_fd(-1)
+        _signal.set_wakeup_fd(-1)
         os.setsid()
         step = "TIOCSCTTY"
         fcntl.ioctl(slave, termios.TIOCSCTTY, 0)
@@ -99,11 +102,11 @@ def _child(slave: int, errpipe_w: int, argv: list[str], cwd: str, env: dict[str,
         step = "chdir"
         os.chdir(cwd)
         step = "signal reset"
-        for sig in range(1, signal.NSIG):  # valid_signals() omits the reserved 32 and 33
-            if sig in (signal.SIGKILL, signal.SIGSTOP):
+        for sig in range(1, _signal.NSIG):  # valid_signals() omits the reserved 32 and 33
+            if sig in (_signal.SIGKILL, _signal.SIGSTOP):
                 continue
             _default_disposition(sig)
-        signal.pthread_sigmask(signal.SIG_SETMASK, ())
+        _signal.pthread_sigmask(_signal.SIG_SETMASK, ())
         step = "exec"
         os.execvpe(argv[0], argv, env)
     except OSError as exc:

@@ -16,6 +16,7 @@ from typing import Awaitable, Callable, Iterable, TypeVar
 import trio
 
 from vigil.daemon.runtime.lifecycle import LifecycleBus
+from vigil.daemon.telemetry.phases import phase
 
 T = TypeVar("T")
 
@@ -35,7 +36,8 @@ async def poll_until(bus: LifecycleBus, execution_ids: Iterable[str],
                 found = await look()
                 if found is not None:
                     return found
-                await waiter.event.wait()
+                with phase("wait_sleep"):
+                    await waiter.event.wait()
         return None
     finally:
         bus.unregister(waiter)

@@ -30,6 +30,7 @@ from vigil.daemon.rpc.views import compact_view, execution_view, recovery_of
 from vigil.daemon.runtime.lifecycle import LifecycleBus
 from vigil.daemon.runtime.manager import RuntimeManager
 from vigil.daemon.settings import Settings
+from vigil.daemon.transcript.agents import AgentLogs
 from vigil.daemon.store import (
     ChangeEntry,
     ExecutionNotFound,
@@ -42,6 +43,7 @@ from vigil.daemon.store import (
     read_screen_page,
 )
 from vigil.protocol.api.execution import (
+    AgentLogView,
     Change,
     DetectionSummary,
     ExecutionAction,
@@ -64,7 +66,9 @@ from vigil.protocol.api.execution import (
     WaitData,
 )
 from vigil.protocol.errors import ErrorCode, VigilError, invalid_request
+from vigil.protocol.settings import omitted_wait
 
+from ..telemetry.phases import phase
 from .longpoll import poll_until
 
 
@@ -89,12 +93,14 @@ def _execution_id(value: str, field: str) -> str:
 
 class ExecutionService:
     def __init__(self, store: Store, runtimes: RuntimeManager, bus: LifecycleBus,
-                 registry: Registry, settings: Settings):
+                 registry: Registry, settings: Settings, agent_logs: AgentLogs | None = None):
         self.store = store
         self.runtimes = runtimes
         self.bus = bus
         self.registry = registry
         self.settings = settings
+        #: The transcript's followers of agents' own logs (what explain says of them).
+        self.agent_logs = agent_logs
 
     # --- validation (before admission) ------------------------------------------------------
 
@@ -172,7 +178,8 @@ class ExecutionService:
         return self.runtimes.output_pending(rec)
 
     async def _record(self, scope: str, eid: str) -> ExecutionRecord:
-        rec = await trio.to_thread.run_sync(self.store.get, scope, eid)
+        with phase("catalog"):
+            rec = await trio.to_thread.run_sync(self.store.get, scope, eid)
         if rec is None:
             raise ExecutionNotFound()
         return rec
@@ -180,11 +187,12 @@ class ExecutionService:
     async def _refresh(self, eids) -> None:
         """Take each live execution's current screen, then commit everything pending, so the
         reads that follow see the present (observe's one refresh; screen reads)."""
-        for eid in set(eids):
-            live = self.runtimes.live.get(eid)
-            if live is not None and live.screen is not None:
-                self.runtimes.screen_changed(live, live.screen.snapshot())
-        await self.runtimes.ingest.flush()
+        with phase("runtime_inspection"):
+            for eid in set(eids):
+                live = self.runtimes.live.get(eid)
+                if live is not None and live.screen is not None:
+                    self.runtimes.screen_changed(live, live.screen.snapshot())
+            await self.runtimes.ingest.flush()
 
     def _detection(self, rec: ExecutionRecord) -> DetectionSummary | None:
         """What the live recognizer concluded last; for an ended execution, its last
@@ -209,7 +217,9 @@ class ExecutionService:
 
     async def list(self, scope: str, action: ListAction) -> ExecutionResult[ListData]:
         limit = action.limit if action.limit is not None else self.settings.list_limit_default
-        listing = await trio.to_thread.run_sync(self.store.list, scope, limit, action.offset)
+        with phase("catalog"):
+            listing = await trio.to_thread.run_sync(self.store.list, scope, limit,
+                                                    action.offset)
         budget = self.settings.view_list_command_bytes
         return ExecutionResult(data=ListData(
             executions=[execution_view(r, command_bytes=budget, pending=self._pending(r))
@@ -243,11 +253,13 @@ class ExecutionService:
                 return self._read_page(view, scope, rec, action.source, action.cursor,
                                        action.page_bytes)
 
-        page = await trio.to_thread.run_sync(read)
+        with phase("catalog"):
+            page = await trio.to_thread.run_sync(read)
         if action.wait_seconds > 0 and not page.text and page.has_more and action.source == "output":
             # Long poll (vigil extension): until text, the end, or time.
             async def look() -> Page | None:
-                p = await trio.to_thread.run_sync(read)
+                with phase("catalog"):
+                    p = await trio.to_thread.run_sync(read)
                 return p if p.text or not p.has_more else None
 
             page = await poll_until(self.bus, [eid], look, action.wait_seconds) or page
@@ -265,7 +277,8 @@ class ExecutionService:
                                             s.observe_deadline_max, "params.action.timeout_seconds"))
         with trio.move_on_after(max(0.0, started + budget - trio.current_time())) as deadline:
             await self._refresh(eid for eid, _ in ids)
-            result = await trio.to_thread.run_sync(self._read_all, scope, action, ids)
+            with phase("catalog"):
+                result = await trio.to_thread.run_sync(self._read_all, scope, action, ids)
         if deadline.cancelled_caught:
             raise VigilError(ErrorCode.TIMEOUT,
                              f"observe did not finish within its {budget:g} s deadline")
@@ -300,12 +313,16 @@ class ExecutionService:
 
     # --- wait -----------------------------------------------------------------------------------
 
-    async def wait(self, scope: str, action: WaitAction, started: float
-                   ) -> ExecutionResult[WaitData]:
+    async def wait(self, scope: str, action: WaitAction, started: float,
+                   profile: str = "local") -> ExecutionResult[WaitData]:
+        """`profile` is the caller's wait profile: an omitted timeout takes its default
+        (5 s; 50 s for ChatGPT/Codex HTTP, capped at the maximum); an explicit one is
+        never raised. The answer reports the timeout and events applied."""
         s = self.settings
         ids = list(dict.fromkeys(action.execution_ids))
-        timeout = self._timeout(action.timeout_seconds, s.wait_timeout_default, s.wait_timeout_max,
-                                "params.action.timeout_seconds")
+        timeout = self._timeout(action.timeout_seconds,
+                                omitted_wait(s, profile, s.wait_timeout_default, s.wait_timeout_max),
+                                s.wait_timeout_max, "params.action.timeout_seconds")
         wanted = set(action.events) if action.events else None
         store = self.store
         after = None
@@ -324,6 +341,10 @@ class ExecutionService:
         position = [after]
 
         async def look() -> ExecutionResult[WaitData] | None:
+            with phase("catalog"):
+                return await _look()
+
+        async def _look() -> ExecutionResult[WaitData] | None:
             if position[0] is None:
                 position[0] = await trio.to_thread.run_sync(store.latest_change_seq)
                 return None
@@ -361,11 +382,13 @@ class ExecutionService:
         live = self.runtimes.live.get(eid)
         self.registry.reload_if_changed()
         if live is not None and live.screen is not None:
-            snap = live.screen.snapshot()
-            inp = recognition_input(snap, rec.runtime.child_pid if rec.runtime else None)
+            with phase("runtime_inspection"):
+                snap = live.screen.snapshot()
+                inp = recognition_input(snap, rec.runtime.child_pid if rec.runtime else None)
             source, revision, fidelity = "live_screen", snap.revision, snap.fidelity
         else:
-            stored = await trio.to_thread.run_sync(self.store.get_screen, scope, eid)
+            with phase("catalog"):
+                stored = await trio.to_thread.run_sync(self.store.get_screen, scope, eid)
             lines = stored.text.split("\n") if stored else []
             inp = RecognitionInput(lines=lines, title=(stored.title or "") if stored else "",
                                    cursor=(stored.cursor_row, stored.cursor_col) if stored else (0, 0),
@@ -382,4 +405,10 @@ class ExecutionService:
                 screen_revision=revision, fidelity=fidelity,
                 observed_at_unix_ms=rec.observed_at_unix_ms, foreground=inp.foreground,
                 foreground_argv=list(inp.foreground_argv), rows=len(inp.lines),
-                errors=[str(e) for e in self.registry.errors])))
+                errors=[str(e) for e in self.registry.errors]),
+            agent_log=self._agent_log(eid)))
+
+    def _agent_log(self, eid: str) -> AgentLogView | None:
+        status = self.agent_logs.status.get(eid) if self.agent_logs is not None else None
+        return None if status is None else msgspec.convert(
+            msgspec.structs.asdict(status), AgentLogView)

@@ -13,6 +13,7 @@ from vigil.daemon.history.service import ExecutionService
 from vigil.daemon.rpc.authority import Need
 from vigil.daemon.rpc.dispatch import CallContext, Dispatcher
 from vigil.daemon.settings import Settings
+from vigil.daemon.telemetry.phases import phase
 from vigil.protocol.api.agent import (
     AgentParams,
     AgentResult,
@@ -98,6 +99,10 @@ def install(dispatcher: Dispatcher, *, service: ExecutionService, prompts: Promp
             raise VigilError(ErrorCode.HERDR_PROMPT_ID_UNSUPPORTED,
                              "Herdr has no prompt-id deduplication: omit prompt_id",
                              {"field": "params.prompt_id", "input_sent": False})
+        with phase("herdr_adapter"):
+            return AgentResult(data=await _herdr_action(params, ctx))
+
+    async def _herdr_action(params: AgentParams, ctx: CallContext):
         backend = herdr_backend_from_environ(os.environ, settings)
         scope = backend.scope(ctx.thread.principal, ctx.thread.workspace_root)
         a = params.action
@@ -116,4 +121,4 @@ def install(dispatcher: Dispatcher, *, service: ExecutionService, prompts: Promp
         else:
             data = await scope.wait(_target(params), until=params.until,
                                     timeout_seconds=params.timeout_seconds)
-        return AgentResult(data=data)
+        return data

@@ -11,7 +11,15 @@ from vigil.daemon.process.state import DaemonState
 from vigil.daemon.rpc.authority import Need
 from vigil.daemon.rpc.dispatch import CallContext, Dispatcher
 from vigil.daemon.runtime.ingest import Ingest
-from vigil.protocol.api.daemon import PingParams, PingResult, StatusParams, StatusResult, StoreHealth
+from vigil.daemon.transcript.recorder import Recorder
+from vigil.protocol.api.daemon import (
+    PingParams,
+    PingResult,
+    StatusParams,
+    StatusResult,
+    StoreHealth,
+    TranscriptStats,
+)
 from vigil.protocol.version import VERSION
 
 
@@ -31,7 +39,15 @@ def count_fds() -> int:
     return len(os.listdir("/proc/self/fd")) - 1  # minus the fd listdir itself holds open
 
 
-def install(dispatcher: Dispatcher, *, state: DaemonState, ingest: Ingest) -> None:
+def install(dispatcher: Dispatcher, *, state: DaemonState, ingest: Ingest,
+            transcripts: Recorder | None = None) -> None:
+    def transcript_stats() -> TranscriptStats | None:
+        if transcripts is None:
+            return None
+        fan = transcripts.fanout.stats()
+        return TranscriptStats(written=transcripts.written, subscribers=fan.subscribers,
+                               delivered=fan.delivered, dropped=fan.dropped)
+
     @dispatcher.route("ping", authority=Need.UNSCOPED, inline=True)
     async def ping(ctx: CallContext, params: PingParams) -> PingResult:
         return PingResult(payload=params.payload)
@@ -53,4 +69,5 @@ def install(dispatcher: Dispatcher, *, state: DaemonState, ingest: Ingest) -> No
             tasks=count_tasks(),
             store=StoreHealth(ok=health.ok, failing_since_unix_ms=health.failing_since_unix_ms,
                               last_error=health.last_error, failed_commits=health.failed_rounds),
+            transcripts=transcript_stats(),
         )

@@ -150,7 +150,7 @@ async def dispatch_action(service: ExecutionService, ctx: CallContext, action
         case ObserveAction():
             return await service.observe(scope, action, ctx.started)
         case WaitAction():
-            return await service.wait(scope, action, ctx.started)
+            return await service.wait(scope, action, ctx.started, ctx.wait_profile)
         case ExplainAction():
             return await service.explain(scope, action)
     raise AssertionError(f"unrouted action {action!r}")  # the tagged union admits no other

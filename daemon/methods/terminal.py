@@ -11,6 +11,7 @@ from vigil.daemon.runtime.manager import RuntimeManager
 from vigil.daemon.settings import Settings
 from vigil.daemon.shell.manager import keys_to_bytes
 from vigil.daemon.store import Store
+from vigil.daemon.telemetry.phases import phase
 from vigil.protocol.api.terminal import (
     AttachDropped,
     AttachExited,
@@ -30,6 +31,31 @@ from vigil.protocol.errors import ErrorCode, VigilError, invalid_request
 from .execution import scoped_record
 
 
+async def screen_of(store: Store, runtimes: RuntimeManager, scope: str, record, *,
+                    ansi: bool = False) -> ScreenResult:
+    """The screen of `record` as it is now (live), or as it was last kept (ended)."""
+    eid = record.execution_id
+    live = runtimes.live.get(eid)
+    if live is not None and live.screen is not None:
+        with phase("runtime_inspection"):
+            snap = live.screen.snapshot()
+            colours = live.screen.keeper.ansi() if ansi else None
+        return ScreenResult(
+            execution_id=eid, text=snap.text, rows=snap.rows, cols=snap.cols,
+            cursor=snap.cursor, fidelity=snap.fidelity, title=snap.title, live=True,
+            revision=snap.revision, alt_screen=snap.alt_screen, ansi=colours)
+    with phase("catalog"):
+        stored = await trio.to_thread.run_sync(store.get_screen, scope, eid)
+    if stored is None:
+        return ScreenResult(execution_id=eid, text="", rows=record.rows or 0,
+                            cols=record.cols or 0, cursor=(0, 0), fidelity="exact",
+                            title="", live=False)
+    return ScreenResult(execution_id=eid, text=stored.text, rows=stored.rows,
+                        cols=stored.cols, cursor=(stored.cursor_row, stored.cursor_col),
+                        fidelity=stored.fidelity, title=stored.title or "", live=False,
+                        revision=stored.snapshot)
+
+
 def install(dispatcher: Dispatcher, *, store: Store, runtimes: RuntimeManager,
             settings: Settings) -> None:
     async def running(ctx: CallContext, execution_id: str) -> tuple[str, Live]:
@@ -39,24 +65,7 @@ def install(dispatcher: Dispatcher, *, store: Store, runtimes: RuntimeManager,
     @dispatcher.route("screen", authority=Need.OBSERVE)
     async def screen(ctx: CallContext, params: ScreenParams) -> ScreenResult:
         record = await scoped_record(store, ctx, params.execution_id)
-        eid = record.execution_id
-        live = runtimes.live.get(eid)
-        if live is not None and live.screen is not None:
-            snap = live.screen.snapshot()
-            return ScreenResult(
-                execution_id=eid, text=snap.text, rows=snap.rows, cols=snap.cols,
-                cursor=snap.cursor, fidelity=snap.fidelity, title=snap.title, live=True,
-                revision=snap.revision, alt_screen=snap.alt_screen,
-                ansi=live.screen.keeper.ansi() if params.ansi else None)
-        stored = await trio.to_thread.run_sync(store.get_screen, ctx.scope, eid)
-        if stored is None:
-            return ScreenResult(execution_id=eid, text="", rows=record.rows or 0,
-                                cols=record.cols or 0, cursor=(0, 0), fidelity="exact",
-                                title="", live=False)
-        return ScreenResult(execution_id=eid, text=stored.text, rows=stored.rows,
-                            cols=stored.cols, cursor=(stored.cursor_row, stored.cursor_col),
-                            fidelity=stored.fidelity, title=stored.title or "", live=False,
-                            revision=stored.snapshot)
+        return await screen_of(store, runtimes, ctx.scope, record, ansi=params.ansi)
 
     @dispatcher.route("input", authority=Need.INPUT)
     async def input_(ctx: CallContext, params: InputParams) -> InputResult:

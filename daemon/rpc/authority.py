@@ -11,8 +11,9 @@ can never be reachable by accident. The table, per thread (mode, profile, tool a
 | `EXECUTION` | the Execution tool |
 | `AGENT` | the Agent tool (observation of agents) |
 | `OBSERVE` | the Execution or the Agent tool (vigil's terminal views: screen, attach, resolve) |
+| `SHELL` | the BashCommand tool, any mode (the shell's own views: BashCommand `screen`, `inspect`, `wait_for_turn`) |
 | `RUN` | the BashCommand tool, and mode is not `architect` (run, signal, resize, commands) |
-| `INPUT` | `RUN`, and mode `wcgw` (raw input: restricted `code_writer` never delegates it) |
+| `INPUT` | `RUN`, and mode `wcgw` (raw input, BashCommand `prompt`: restricted `code_writer` never delegates it) |
 | `PROMPT` | the Agent tool, trusted BashCommand authority, and mode `wcgw` |
 
 Profiles grant tools (`PROFILE_TOOLS`: every profile observes; `read-only` has no
@@ -25,6 +26,7 @@ from __future__ import annotations
 import enum
 from typing import Any, Callable
 
+from vigil.protocol.api.scope import PROFILE_TOOLS
 from vigil.protocol.errors import ErrorCode, VigilError
 
 from .scopes import ThreadRecord
@@ -35,6 +37,7 @@ class Need(enum.Enum):
     EXECUTION = "execution"
     AGENT = "agent"
     OBSERVE = "observe"
+    SHELL = "shell"
     RUN = "run"
     INPUT = "input"
     PROMPT = "prompt"
@@ -43,14 +46,6 @@ class Need(enum.Enum):
 #: A route's declaration: a fixed need, or one computed from its decoded params.
 Authority = Need | Callable[[Any], Need]
 
-#: The tools each profile grants when no allowlist narrows it (spec: "Discovery and
-#: authority"; the order is the one Initialize reports).
-PROFILE_TOOLS: dict[str, tuple[str, ...]] = {
-    "full": ("BashCommand", "Execution", "Agent"),
-    "coding": ("BashCommand", "Execution", "Agent"),
-    "terminal": ("BashCommand", "Execution", "Agent"),
-    "read-only": ("Execution", "Agent"),
-}
 
 
 def tools_of(thread: ThreadRecord) -> list[str]:
@@ -85,6 +80,9 @@ def check(thread: ThreadRecord, need: Need) -> None:
     elif need is Need.OBSERVE:
         if "Execution" not in tools and "Agent" not in tools:
             raise _deny("observation needs the Execution or Agent tool", thread, tools)
+    elif need is Need.SHELL:
+        if "BashCommand" not in tools:
+            raise _deny("the BashCommand tool is not granted", thread, tools)
     elif need is Need.PROMPT:
         if "Agent" not in tools:
             raise _deny("the Agent tool is not granted", thread, tools)

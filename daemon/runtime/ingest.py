@@ -231,6 +231,6 @@ class Ingest:
                 kinds.append("screen")
             for kind in kinds:
                 self.bus.publish(LifecycleEvent(kind=kind, scope=rec.scope, execution_id=eid,
-                                                at_unix_ms=rec.observed_at_unix_ms))
+                                                at_unix_ms=rec.observed_at_unix_ms, record=rec))
         for eid in result.missing:
             log.warning("ingest for unknown execution %s dropped", eid)

@@ -1,21 +1,28 @@
 """The lifecycle seam: one event stream inside the daemon.
 
 Everything that happens to an execution — started, output activity, screen changed, state
-recognized, exited — is published here once, after it was persisted. Waiters (`vigil logs
--f`, `Execution wait`) register interest in a set of execution ids and sleep on one
-`trio.Event` each; `publish` wakes exactly the waiters of that execution, so a thousand idle
-waiters cost nothing and an event costs O(its waiters).
+recognized, exited — is published here once, after it was persisted. Two kinds of
+consumers hang off it:
+
+- **waiters** (`vigil logs -f`, `Execution wait`) register interest in a set of execution
+  ids and sleep on one `trio.Event` each; `publish` wakes exactly the waiters of that
+  execution, so a thousand idle waiters cost nothing and an event costs O(its waiters);
+- **observers** (the transcript recorder) are called with every event, in order; each must
+  be quick and never block (the recorder writes one line and offers it to bounded queues).
 
 `publish` is synchronous and never blocks: it runs on the ingest path.
 """
 
 from __future__ import annotations
 
+import logging
 import math
-from typing import Any, Iterable, Literal
+from typing import Any, Callable, Iterable, Literal
 
 import msgspec
 import trio
+
+log = logging.getLogger("vigild.lifecycle")
 
 EventKind = Literal["started", "output", "screen", "state", "prompt", "exited", "pruned"]
 
@@ -26,6 +33,8 @@ class LifecycleEvent(msgspec.Struct, kw_only=True, frozen=True):
     execution_id: str
     at_unix_ms: int
     data: dict[str, Any] = {}
+    #: The execution's record as persisted with this event (started, state, exited).
+    record: Any = None
 
 
 class Waiter:
@@ -42,10 +51,21 @@ class Waiter:
 class LifecycleBus:
     def __init__(self) -> None:
         self._waiters: dict[str, set[Waiter]] = {}
+        self._observers: list[Callable[[LifecycleEvent], None]] = []
         self.published = 0
+
+    def observe(self, observer: Callable[[LifecycleEvent], None]) -> None:
+        """Call `observer(event)` for every event from now on (wired in main.py)."""
+        self._observers.append(observer)
 
     def publish(self, event: LifecycleEvent) -> None:
         self.published += 1
+        for observer in self._observers:
+            try:
+                observer(event)
+            except Exception:  # an observer's bug must not stop ingest or the others
+                log.exception("lifecycle observer failed on %s of %s", event.kind,
+                              event.execution_id)
         for waiter in self._waiters.get(event.execution_id, ()):
             waiter.events.append(event)
             waiter.event.set()

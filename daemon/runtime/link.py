@@ -252,8 +252,13 @@ class GuardianLink:
             raise GuardianBusy(
                 f"the guardian has not read its last {self._outbox_size} bytes of commands; "
                 "it may be stopped (SIGSTOP) or overloaded")
+        self._queue(frame)
+
+    def _queue(self, frame: bytes) -> None:
         self._outbox.append(frame)
         self._outbox_size += len(frame)
+        if self._sent.is_set():
+            self._sent = trio.Event()  # not drained any more
         self._outbox_ready.set()
 
     async def run_sender(self) -> None:
@@ -266,7 +271,6 @@ class GuardianLink:
                     self._outbox_ready = trio.Event()
                     await self._outbox_ready.wait()
                     continue
-                self._sent = trio.Event()
                 frames, self._outbox = self._outbox, []
                 self._outbox_size = 0
                 await self._stream.send_all(b"".join(frames))
@@ -275,7 +279,7 @@ class GuardianLink:
 
     async def flush(self) -> None:
         """Return once everything queued so far has been written (or the link closed)."""
-        while (self._outbox or not self._sent.is_set()) and not self._closed:
+        while not self._sent.is_set() and not self._closed:
             await self._sent.wait()
 
     async def command(self, msg, *, timeout: float | None = None
@@ -350,10 +354,7 @@ class GuardianLink:
 
     def post_raw(self, body: bytes) -> None:
         """Queue one already-encoded message body (tests and protocol probing)."""
-        frame = encode_frame(body)
-        self._outbox.append(frame)
-        self._outbox_size += len(frame)
-        self._outbox_ready.set()
+        self._queue(encode_frame(body))
 
     # --- closing -------------------------------------------------------------------------
 

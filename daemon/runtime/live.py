@@ -188,5 +188,9 @@ class Live:
     #: The guardian's ring end when we connected: until the store has everything before it,
     #: output is pending (a re-attached guardian that held output while we were away).
     caught_up_to: int = 0
+    #: The screen revision last handed to ingest (RuntimeManager.screen_changed), and the
+    #: output offset it was handed with (None: not known then).
+    screen_revision: int = -1
+    screen_offset: int | None = None
     done: trio.Event = field(default_factory=trio.Event)
     cancel: trio.CancelScope = field(default_factory=trio.CancelScope)

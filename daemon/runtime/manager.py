@@ -27,7 +27,7 @@ import trio
 
 from vigil.daemon.guardian import wire
 from vigil.daemon.guardian.errors import GuardianClosed, GuardianError, GuardianLaunchError
-from vigil.daemon.guardian.identity import identity_alive
+from vigil.daemon.guardian.identity import identity_alive, parse_stat
 from vigil.daemon.guardian.launch import launch_guardian, make_launch_spec
 from vigil.daemon.guardian.records import RecordsError, delete_exit_records, read_exit_records
 from vigil.daemon.recognize.live import RecognitionFactory
@@ -223,7 +223,7 @@ class RuntimeManager:
         record = await trio.to_thread.run_sync(
             lambda: self.store.update(eid, runtime=to_store_identity(identity)))
         self.bus.publish(LifecycleEvent(kind="started", scope=record.scope, execution_id=eid,
-                                        at_unix_ms=record.observed_at_unix_ms))
+                                        at_unix_ms=record.observed_at_unix_ms, record=record))
         return self._attach(record, observers(record), followers)
 
     def _attach(self, record: ExecutionRecord, observers: list[OutputObserver],
@@ -413,14 +413,21 @@ class RuntimeManager:
         self.screen_changed(live, keeper.snapshot())
 
     def screen_changed(self, live: Live, snap: ScreenSnapshot) -> None:
-        """Persist the screen with the next ingest batch (the store skips identical ones),
-        and let the recognizer look at it."""
+        """Persist the screen with the next ingest batch, and let the recognizer look at it.
+        A revision already handed to ingest is not handed again (the keeper's quiet publish
+        repeats the last one): that was a second store transaction per line of output —
+        unless it was handed without the output offset it is current at (the keeper had
+        bytes left to parse then), which a re-attaching daemon restores the screen from."""
         keeper = live.screen.keeper if live.screen is not None else None
         offset = None
         if keeper is not None and not keeper.pending_bytes:
             offset = live.screen_origin + keeper.fed_bytes  # every byte fed is on this screen
-        self.ingest.set_screen(live.record.execution_id,
-                               stored_screen(snap, self.store.clock(), offset))
+        if snap.revision != live.screen_revision or (offset is not None
+                                                     and live.screen_offset is None):
+            live.screen_revision = snap.revision
+            live.screen_offset = offset
+            self.ingest.set_screen(live.record.execution_id,
+                                   stored_screen(snap, self.store.clock(), offset))
         if live.recognition is not None:
             live.recognition.observe(snap)
 
@@ -436,6 +443,9 @@ class RuntimeManager:
                 except GuardianError:
                     return
                 live.acked = end
+                # One ack per interval, not per commit: each wakes the guardian, and 500
+                # executions each printing a line a second made 500 acks a second.
+                await trio.sleep(self.settings.guardian_ack_interval_seconds)
 
     async def _exited(self, live: Live, status: wire.ExitStatus) -> None:
         """Persist the outcome and everything before it; returns once that is durable (a
@@ -531,6 +541,19 @@ class RuntimeManager:
                 live.held = want
         except GuardianError:
             pass  # the connection is ending; a new one starts unheld
+
+    def execution_of_process(self, pid: int) -> str | None:
+        """The live execution whose child is `pid` or one of its ancestors (a caller that
+        runs under vigil: an agent calling vigil from inside its terminal), else None."""
+        children = {live.record.runtime.child_pid: eid for eid, live in self.live.items()
+                    if live.record.runtime is not None}
+        for _ in range(_ANCESTRY_DEPTH):
+            if pid in children:
+                return children[pid]
+            pid = parent_pid(pid)
+            if pid is None or pid <= 1:
+                return None
+        return None
 
     # --- control --------------------------------------------------------------------------
 
@@ -635,6 +658,21 @@ def repaint_bytes(stored: StoredScreen) -> bytes:
     out.append("\r\n".join(line[: stored.cols] for line in rows))
     out.append(f"\x1b[{stored.cursor_row + 1};{stored.cursor_col + 1}H")
     return "".join(out).encode("utf-8", "surrogateescape")
+
+
+#: How far up the process tree a caller is traced to an execution.
+_ANCESTRY_DEPTH = 64
+#: Field 4 of /proc/PID/stat (ppid); fields after comm start at field 3.
+_PPID_AFTER_COMM = 4 - 3
+
+
+def parent_pid(pid: int) -> int | None:
+    """The parent of `pid` (/proc), or None when it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return int(parse_stat(f.read())[1][_PPID_AFTER_COMM])
+    except (OSError, ValueError, IndexError):
+        return None
 
 
 def parse_signal(value: int | str) -> int:

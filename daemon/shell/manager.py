@@ -27,8 +27,10 @@ from vigil.protocol.keys import UnknownKey, key_bytes
 from vigil.daemon.settings import Settings
 from vigil.protocol.api.shell import BashCommandResult
 
+from ..runtime.lifecycle import LifecycleEvent
 from ..runtime.manager import RuntimeManager
 from ..rpc.scopes import Scopes, ThreadRecord
+from ..telemetry.phases import phase
 from .markers import Done, MarkerScanner, Segment, Started, rcfile
 
 log = logging.getLogger("vigild.shell")
@@ -177,7 +179,8 @@ class ShellManager:
         starting = self._starting.get(thread.thread_id)
         if starting is not None:
             await starting.wait()
-            return await self.session(self.scopes.check(thread.thread_id, thread.workspace_root))
+            return await self.session(self.scopes.check(thread.thread_id, thread.workspace_root,
+                                                        thread.principal))
         self._starting[thread.thread_id] = trio.Event()
         try:
             return await self._start(thread)
@@ -186,7 +189,6 @@ class ShellManager:
 
     async def _start(self, thread: ThreadRecord) -> ShellSession:
         nonce = secrets.token_hex(16)
-        ensure_private_dir(os.path.dirname(self.shell_dir))
         ensure_private_dir(self.shell_dir)
         rc_path = os.path.join(self.shell_dir, f"rc-{secrets.token_hex(8)}.sh")
         fd = os.open(rc_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
@@ -251,7 +253,11 @@ class ShellManager:
             kind="shell_command", status="running", started_unix_ms=self.store.clock(),
             runtime=self.runtimes.live[session.shell_eid].record.runtime, generation=generation,
             rows=shell.rows, cols=shell.cols)
-        await trio.to_thread.run_sync(self.store.create_execution, record)
+        record = await trio.to_thread.run_sync(self.store.create_execution, record)
+        self.runtimes.bus.publish(LifecycleEvent(kind="started", scope=record.scope,
+                                                 execution_id=eid,
+                                                 at_unix_ms=record.observed_at_unix_ms,
+                                                 record=record))
         self.runtimes.ingest.set_fields(session.shell_eid, generation=generation)
         session.generation = generation
         session.cmd_eid = eid
@@ -264,11 +270,13 @@ class ShellManager:
         line = text.rstrip("\n")
         if "\n" in line or len(line.encode()) > self.settings.canonical_line_max_bytes - 64:
             path = os.path.join(self.shell_dir, f"cmd-{eid}.sh")
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-            with os.fdopen(fd, "w") as f:
-                # The file removes itself first: `. FILE` then ends with the command's own
-                # status, which the end marker reports.
-                f.write(f"rm -f -- '{path}'\n{line}\n")
+            with phase("temporary_file_audit"):
+                ensure_private_dir(self.shell_dir)  # the runtime dir may have been deleted since
+                fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+                with os.fdopen(fd, "w") as f:
+                    # The file removes itself first: `. FILE` then ends with the command's
+                    # own status, which the end marker reports.
+                    f.write(f"rm -f -- '{path}'\n{line}\n")
             line = f". '{path}'"
         await self.runtimes.send_input(session.shell_eid, line.encode() + b"\r")
         return session
@@ -289,8 +297,37 @@ class ShellManager:
 
     async def wait(self, session: ShellSession, seconds: float) -> None:
         if seconds > 0:
-            with trio.move_on_after(seconds):
+            with phase("wait_sleep"), trio.move_on_after(seconds):
                 await session.cmd_done.wait()
+
+    # --- Tasks: commands as executions of their own ------------------------------------------
+
+    async def start_task(self, thread: ThreadRecord, text: str) -> tuple[ShellSession, ExecutionRecord]:
+        """Start `text` as a background execution of its own (`bash -c`, in the shell's
+        current directory): a Task, observed through `Execution`. The shell stays free."""
+        if not text.strip():
+            raise invalid_request("command is empty", "params.action.command")
+        if len(text.encode()) > self.settings.bash_text_max_bytes or "\0" in text:
+            raise invalid_request(f"command must be at most {self.settings.bash_text_max_bytes} "
+                                  "bytes and contain no NUL", "params.action.command")
+        session = await self.session(thread)
+        record = await self.runtimes.start(
+            scope=thread.scope, thread_id=thread.thread_id, workspace_root=thread.workspace_root,
+            argv=["bash", "-c", text], command=text, cwd=session.cwd,
+            env=self.runtimes.child_environment({}), rows=None, cols=None, name="task")
+        return session, record
+
+    async def wait_task(self, execution_id: str, seconds: float) -> bool:
+        """Wait up to `seconds` for a Task to end; True when it did (and its end, with all
+        its output, is committed)."""
+        live = self.runtimes.live.get(execution_id)
+        if live is not None and seconds > 0:
+            with phase("wait_sleep"), trio.move_on_after(seconds):
+                await live.done.wait()
+        if live is not None and not live.done.is_set():
+            return False
+        await self.runtimes.ingest.flush()
+        return True
 
     def result(self, session: ShellSession, *, eid: str | None = None,
                background: bool = False) -> BashCommandResult:
@@ -308,6 +345,13 @@ class ShellManager:
             exit_code=None if status != "completed" else session.last_exit,
             cwd=session.cwd, output=text, output_truncated=truncated,
             shell_exited=not session.alive)
+
+    def running_command(self, shell_execution_id: str) -> str | None:
+        """The command running now in the shell `shell_execution_id`, if any."""
+        for session in self.sessions.values():
+            if session.shell_eid == shell_execution_id:
+                return session.cmd_eid
+        return None
 
     def _last_cmd(self, session: ShellSession) -> str | None:
         return session.last_cmd_eid

@@ -18,7 +18,7 @@ from .cursor import (
     encode_cursor,
 )
 from .errors import CURSOR_MESSAGE, CursorError, ExecutionNotFound, InvalidArgument, StoreError
-from .pages import read_output_page, read_screen_page
+from .pages import read_output_page, read_output_tail, read_screen_page
 from .records import (
     RECORD_SCHEMA,
     ChangeEntry,
@@ -58,6 +58,7 @@ __all__ = [
     "new_execution_id",
     "parse_execution_id",
     "read_output_page",
+    "read_output_tail",
     "read_screen_page",
     "scope_hash",
     "wall_clock_ms",

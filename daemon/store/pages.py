@@ -154,6 +154,24 @@ def read_output_page(
     )
 
 
+def read_output_tail(store: Store, scope: str, execution_id: str, max_bytes: int
+                     ) -> tuple[str, bool]:
+    """The last `max_bytes` of retained output as text, and whether anything before them
+    (retained or pruned) is left out. For a short answer about a finished command (a
+    BashCommand Task that ended within its inline allowance); pages are for everything else.
+    """
+    with store.catalog() as view:
+        rec = _record(view, scope, execution_id)
+        start = max(0, rec.output_total_bytes - max_bytes)
+        first, data = read_stored(view.tx.txn, view.tx.dbs["output"], id_bytes(execution_id),
+                                  start, max_bytes)
+    text = bytes(data).decode("utf-8", "replace")
+    cut = start > 0 or first > start
+    if cut:
+        text = text.lstrip("\ufffd")  # a character split by the cut
+    return text, cut
+
+
 def read_screen_page(
     src: Store | CatalogView,
     scope: str,

@@ -542,6 +542,15 @@ class Store:
 
         self._write(fn)
 
+    def delete_thread(self, thread_id: str) -> None:
+        """Forget one thread record (an expired thread); a missing one is fine."""
+        key = thread_id.encode("utf-8")
+
+        def fn(tx: Tx) -> None:
+            tx.txn.delete(key, db=tx.dbs["threads"])
+
+        self._write(fn)
+
     def all_threads(self) -> list[bytes]:
         """Every stored thread record (read once at daemon start)."""
         db = self._env.dbs.get("threads")

@@ -46,8 +46,8 @@ class AgentParams(Scoped, kw_only=True):
     after: str | None = None
 
 
-class Receipt(msgspec.Struct, kw_only=True):
-    """What happened to one native prompt, bound to execution, runtime and generation.
+class PromptOutcome(msgspec.Struct, kw_only=True):
+    """What happened to one prompt (text and Enter typed into a program waiting for input).
 
     delivery: `delivered` (text and Enter accepted by the guardian), `refused` (the guardian
     refused the text: nothing of it reached the terminal) or `uncertain` (a write may or may
@@ -58,22 +58,28 @@ class Receipt(msgspec.Struct, kw_only=True):
     `timed_out`, `generation_changed`, or `pending` while nothing decided it yet.
     """
 
-    prompt_id: str
     execution_id: str
     generation: int
-    runtime_id: str
-    payload_digest: str
     delivery: Literal["delivered", "refused", "uncertain"]
     activity: Literal["confirmed", "unconfirmed"]
     activity_reason: str
     condition: str
     bracketed_paste: bool
+    #: Why delivery is not `delivered` (the guardian's refusal, a timeout), else null.
+    delivery_reason: str | None = None
+
+
+class Receipt(PromptOutcome, kw_only=True):
+    """A native prompt's outcome, stored once per (execution, generation, prompt_id) and
+    bound to the runtime; a stored one is returned again, never resent."""
+
+    prompt_id: str
+    runtime_id: str
+    payload_digest: str
     submitted_at_unix_ms: int
     updated_at_unix_ms: int
     recognizer: str = "auto"
     wait_for: list[str] = []
-    #: Why delivery is not `delivered` (the guardian's refusal, a timeout), else null.
-    delivery_reason: str | None = None
     schema: int = 1
 
 

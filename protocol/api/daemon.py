@@ -2,17 +2,39 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
 import msgspec
+from msgspec import Meta
+
+#: The local principal: the socket peer itself (the daemon admits only its own uid).
+LOCAL_PRINCIPAL = "local"
+#: A principal key: `local`, or `http:<name>` for a bearer token of the MCP HTTP server
+#: (seeds/000, "Operator configuration": HTTP bindings use `http:<principal-id>`).
+PRINCIPAL_PATTERN = r"^(local|http:[A-Za-z0-9][A-Za-z0-9_.-]{0,63})$"
+Principal = Annotated[str, Meta(pattern=PRINCIPAL_PATTERN)]
+#: Whose default an omitted wait takes (seeds/000: "5 seconds locally and for Claude HTTP,
+#: 50 for ChatGPT/Codex HTTP").
+WaitProfile = Literal["local", "claude", "chatgpt", "codex"]
 
 
 class HelloParams(msgspec.Struct, kw_only=True):
-    """First frame of every connection: the protocol range and encoding the client speaks."""
+    """First frame of every connection: the protocol range and encoding the client speaks,
+    and on whose behalf it calls.
+
+    `principal` is who the calls of this connection act for: `local` (the default) or
+    `http:<name>`, which the MCP HTTP server names after authenticating a bearer token. The
+    socket admits only the daemon's own uid, so a peer is trusted to name its principal;
+    every scoped call is then checked against it, and another principal's threads,
+    executions, cursors and receipts answer exactly like absent ones. `wait_profile` picks
+    the default of waits whose timeout the caller omitted.
+    """
 
     protocol: tuple[int, int]
     encoding: Literal["msgpack", "json"] = "msgpack"
     client: str = ""
+    principal: Principal = LOCAL_PRINCIPAL
+    wait_profile: WaitProfile = "local"
 
 
 class HelloResult(msgspec.Struct, kw_only=True):
@@ -54,6 +76,16 @@ class StoreHealth(msgspec.Struct, kw_only=True):
     failed_commits: int = 0
 
 
+class TranscriptStats(msgspec.Struct, kw_only=True):
+    """The transcript recorder: events written, live subscribers, events delivered to them
+    and dropped for them (a subscriber that did not keep up; the files are complete)."""
+
+    written: int
+    subscribers: int
+    delivered: int
+    dropped: int
+
+
 class StatusResult(msgspec.Struct, kw_only=True):
     """The daemon's identity, location, load and store health. `protocol` is the version
     negotiated on this connection."""
@@ -70,3 +102,5 @@ class StatusResult(msgspec.Struct, kw_only=True):
     open_fds: int
     tasks: int
     store: StoreHealth
+    #: Null when transcripts are off.
+    transcripts: TranscriptStats | None = None

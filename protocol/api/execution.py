@@ -372,6 +372,17 @@ class Observation(msgspec.Struct, kw_only=True):
     errors: list[str]
 
 
+class AgentLogView(msgspec.Struct, kw_only=True):
+    """The agent's own session log, as the transcript follows it: `searching` (not found
+    yet), `found` (followed: `path`), `ambiguous` (two or more logs cannot be told apart:
+    none attached) or `none`; `reasons` say why, line by line."""
+
+    provider: str
+    verdict: Literal["searching", "found", "ambiguous", "none"]
+    path: str | None = None
+    reasons: list[str] = []
+
+
 class ExplainData(msgspec.Struct, kw_only=True):
     """How turn recognition sees an execution, evaluated over the complete screen."""
 
@@ -395,6 +406,8 @@ class ExplainData(msgspec.Struct, kw_only=True):
     reported_state: str | None
     recovery: RecoveryAdvice
     observation: Observation
+    #: Set when the execution is an agent whose session log the transcript follows.
+    agent_log: AgentLogView | None = None
 
 
 #: The result type of each `Execution` action, by its `type` tag.

@@ -14,6 +14,15 @@ import msgspec
 Mode = Literal["wcgw", "architect", "code_writer"]
 Profile = Literal["full", "coding", "terminal", "read-only"]
 Tool = Literal["BashCommand", "Execution", "Agent"]
+#: The tools each profile grants when no allowlist narrows it (spec: "Discovery and
+#: authority": every profile observes; `read-only` has no BashCommand). The daemon enforces
+#: it per thread; `vigil mcp --profile` advertises from it. The order is Initialize's.
+PROFILE_TOOLS: dict[str, tuple[str, ...]] = {
+    "full": ("BashCommand", "Execution", "Agent"),
+    "coding": ("BashCommand", "Execution", "Agent"),
+    "terminal": ("BashCommand", "Execution", "Agent"),
+    "read-only": ("Execution", "Agent"),
+}
 InitializeType = Literal["first_call", "status", "user_asked_mode_change",
                          "user_asked_change_workspace", "reset_shell"]
 

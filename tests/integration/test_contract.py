@@ -122,12 +122,23 @@ def test_every_answer_validates_against_the_schema(recorder, home, workspace):
     r.call("resize", execution_id=cat, rows=30, cols=90)
     r.call("signal", execution_id=cat, signal="TERM")
 
-    # The persistent shell, every action.
-    r.call("BashCommand", action={"type": "command", "command": "echo hi"})
-    r.call("BashCommand", action={"type": "status_check"}, wait_for_seconds=0)
-    r.call("BashCommand", action={"type": "send_text", "text": ""}, wait_for_seconds=0)
-    r.call("BashCommand", action={"type": "send_specials", "keys": ["Enter"]}, wait_for_seconds=0)
-    r.call("BashCommand", action={"type": "send_ascii", "codes": [13]}, wait_for_seconds=0)
+    # The persistent shell, every action (the prompt one goes to the fake agent below).
+    r.call("BashCommand", "command", action={"type": "command", "command": "echo hi"})
+    r.call("BashCommand", "command", action={"type": "command", "command": "exit 4"},
+           wait_policy="adaptive")
+    r.call("BashCommand", "command", action={"type": "command", "command": "sleep 30"},
+           wait_policy="task")
+    r.call("BashCommand", "status_check", action={"type": "status_check"}, wait_for_seconds=0)
+    r.call("BashCommand", "send_text", action={"type": "send_text", "text": ""},
+           wait_for_seconds=0)
+    r.call("BashCommand", "send_specials", action={"type": "send_specials", "keys": ["Enter"]},
+           wait_for_seconds=0)
+    r.call("BashCommand", "send_ascii", action={"type": "send_ascii", "codes": [13]},
+           wait_for_seconds=0)
+    r.call("BashCommand", "screen", action={"type": "screen"})
+    r.call("BashCommand", "screen", action={"type": "screen", "execution_id": done})
+    r.call("BashCommand", "inspect", action={"type": "inspect"})
+    r.call("BashCommand", "wait_for_turn", action={"type": "wait_for_turn", "timeout_seconds": 10})
 
     # attach: the answer and every event kind it pushes (output, then exited).
     attach_one(r, home, workspace)
@@ -145,6 +156,11 @@ def test_every_answer_validates_against_the_schema(recorder, home, workspace):
             recognizer="claude", timeout_seconds=1)
     r.agent("native/wait_receipt", action="wait", target=agent, prompt_id="p1",
             timeout_seconds=0)
+    wait_for(lambda: s.get(agent)["recognized_state"] == "awaiting_input", timeout=20,
+             what="the fake agent's prompt box again")
+    r.call("BashCommand", "prompt", action={"type": "prompt", "text": "again",
+                                            "execution_id": agent, "recognizer": "claude",
+                                            "timeout_seconds": 1})
 
     # Agent, Herdr (the fake herdr of tests/fixtures).
     for action, extra in (("list", {}), ("get", {}), ("read", {"lines": 5}), ("explain", {}),
@@ -152,6 +168,11 @@ def test_every_answer_validates_against_the_schema(recorder, home, workspace):
                           ("prompt", {"text": "hi"})):
         r.agent(f"herdr/{action}", backend="herdr", action=action,
                 **({} if action == "list" else {"target": "writer"}), **extra)
+
+    # transcript: a page of the thread's events, then a follow's pushed events.
+    page = r.call("transcript", run_id=s.thread_id)
+    assert page["events"] and page["events"][0]["type"] == "run.started"
+    transcript_one(r, home, workspace, done)
 
     assert expected_answers() - r.seen == set()
 
@@ -162,6 +183,20 @@ def json_session(home, workspace) -> Session:
     s.client.close()
     s.client = home.client(encoding="json")
     return s
+
+
+def transcript_one(r: Recorder, home, workspace, run_id: str) -> None:
+    """A follow of a completed run: its answer, then its end event."""
+    s = json_session(home, workspace)
+    events = SCHEMA["methods"]["transcript"]["events"]
+    try:
+        r.check("transcript", None, s.call("transcript", run_id=run_id, follow=True))
+        event = s.client.next_event()
+        errors = list(validator(events).iter_errors(json.loads(json.dumps(event))))
+        assert not errors, errors[0].message
+        assert event["kind"] == "end" and event["run_id"] == run_id
+    finally:
+        s.close()
 
 
 def attach_one(r: Recorder, home, workspace) -> None:

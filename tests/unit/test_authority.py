@@ -10,7 +10,7 @@ import itertools
 import msgspec
 import pytest
 
-from vigil.daemon.methods import agent, daemon_info, execution, scope, shell, terminal
+from vigil.daemon.methods import agent, daemon_info, execution, scope, shell, terminal, transcript
 from vigil.daemon.rpc import authority
 from vigil.daemon.rpc.dispatch import Dispatcher
 from vigil.daemon.rpc.scopes import ThreadRecord
@@ -41,10 +41,15 @@ SAMPLES = {
     ("BashCommand", "send_text"): {**SCOPED, "action": {"type": "send_text", "text": "x"}},
     ("BashCommand", "send_specials"): {**SCOPED, "action": {"type": "send_specials", "keys": ["Enter"]}},
     ("BashCommand", "send_ascii"): {**SCOPED, "action": {"type": "send_ascii", "codes": [3]}},
+    ("BashCommand", "screen"): {**SCOPED, "action": {"type": "screen"}},
+    ("BashCommand", "inspect"): {**SCOPED, "action": {"type": "inspect", "execution_id": EID}},
+    ("BashCommand", "wait_for_turn"): {**SCOPED, "action": {"type": "wait_for_turn"}},
+    ("BashCommand", "prompt"): {**SCOPED, "action": {"type": "prompt", "text": "go"}},
     ("Agent", "list"): {**SCOPED, "action": "list"},
     ("Agent", "read"): {**SCOPED, "action": "read", "target": EID},
     ("Agent", "wait"): {**SCOPED, "action": "wait", "target": EID},
     ("Agent", "prompt"): {**SCOPED, "action": "prompt", "target": EID, "prompt_id": "p", "text": "t"},
+    ("transcript", ""): {**SCOPED, "run_id": EID},
 }
 
 PROFILE_GRANTS = {"full": {"BashCommand", "Execution", "Agent"},
@@ -64,14 +69,17 @@ def spec_table(method: str, action: str, mode: str, profile: str, tools) -> bool
         return True
     if method == "Execution":
         return "Execution" in granted
-    if method in ("resolve", "screen", "attach", "follow"):
+    if method in ("resolve", "screen", "attach", "follow", "transcript"):
         return bool(granted & {"Execution", "Agent"})
     if method == "Agent":
         if action == "prompt":  # trusted BashCommand authority and wcgw mode
             return "Agent" in granted and bash and mode == "wcgw"
         return "Agent" in granted
-    if method == "input" or (method == "BashCommand" and action.startswith("send_")):
+    if method == "input" or (method == "BashCommand" and (action.startswith("send_")
+                                                          or action == "prompt")):
         return bash and mode == "wcgw"  # raw input: never architect, never code_writer
+    if method == "BashCommand" and action in ("screen", "inspect", "wait_for_turn"):
+        return bash  # the shell's own views: any mode
     if method in ("run", "signal", "resize", "BashCommand"):
         return bash and runs
     raise AssertionError(f"no row for {method}")
@@ -81,10 +89,12 @@ def routed_dispatcher() -> Dispatcher:
     """The daemon's routes, as main.py installs them (the services are never called here)."""
     d = Dispatcher(scopes=None)
     daemon_info.install(d, state=None, ingest=None)
-    scope.install(d, scopes=None)
+    scope.install(d, scopes=None, runtimes=None, shells=None, transcripts=None)
+    transcript.install(d, store=None, scopes=None, transcripts=None, settings=None)
     execution.install(d, store=None, runtimes=None, service=None, outputs=None, settings=None)
     terminal.install(d, store=None, runtimes=None, settings=None)
-    shell.install(d, shells=None, runtimes=None, settings=None)
+    shell.install(d, shells=None, runtimes=None, settings=None, store=None, service=None,
+                  prompts=None)
     agent.install(d, service=None, prompts=None, settings=None)
     return d
 
