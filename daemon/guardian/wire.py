@@ -29,10 +29,17 @@ from msgspec import Meta, Struct
 #: of assuming delivery. `seq` 0 (what a v1 daemon sends) asks for no answer, and a v1
 #: guardian ignores the field: it answers only refusals, without a seq. The daemon knows
 #: which it talks to from `Welcome.protocol`.
-GUARDIAN_PROTOCOL_MIN = 1
-GUARDIAN_PROTOCOL_MAX = 2
 #:
-#: Still v2, additively (issue 18): `Foreground.syscall_pids` asks the guardian to read those
+#: v3 (additive): `Hold{on}`. While on (someone follows the output live: `vigil run
+#: --wait`), the guardian stops reading the PTY rather than overwrite ring bytes it has not
+#: sent yet, so a daemon that is late (a loaded machine) makes the child wait, as a slow
+#: terminal would, instead of costing bytes. It is the connection's: a new connection (a
+#: restarted daemon) starts with it off. A v2 guardian would refuse the message; the daemon
+#: sends it only to v3.
+GUARDIAN_PROTOCOL_MIN = 1
+GUARDIAN_PROTOCOL_MAX = 3
+#:
+#: Within v2 and v3, additively (issue 18): `Foreground.syscall_pids` asks the guardian to read those
 #: processes' /proc/PID/syscall, answered in `ForegroundInfo.syscalls`. Under Yama
 #: ptrace_scope=1 the kernel refuses that file to the daemon (it needs ptrace rights, which
 #: only an ancestor has) but not to the guardian, the child's ancestor. A guardian that
@@ -133,7 +140,14 @@ class ExitAck(_Msg, tag="exit_ack"):
     """The daemon persisted everything up to Exited.end_offset; the guardian may go."""
 
 
-DaemonMessage = Union[Hello, Subscribe, Ack, Input, Resize, Signal, Foreground, ExitAck]
+class Hold(_Msg, tag="hold"):
+    """v3: while `on`, never overwrite unsent ring bytes: stop reading the PTY instead (the
+    child waits for the daemon). Off by default, and again on every new connection."""
+
+    on: bool
+
+
+DaemonMessage = Union[Hello, Subscribe, Ack, Input, Resize, Signal, Foreground, ExitAck, Hold]
 
 # --- guardian -> daemon ------------------------------------------------------------------
 
@@ -255,6 +269,10 @@ class LaunchFailed(Struct, tag="launch_failed", tag_field="type", kw_only=True):
 
     code: str
     message: str
+    #: Set when the child itself could not be started (exec or chdir failed): the status a
+    #: shell reports for that, 127 (not found) or 126 (cannot run). The launch failed, but
+    #: the command has a definite outcome.
+    exit_code: int | None = None
 
 
 LaunchResult = Union[Ready, LaunchFailed]
