@@ -253,13 +253,18 @@ def cmd_explain(args: argparse.Namespace) -> int:
         else:
             resume = recovery.advice
         reported = d.reported_state or "nothing reported yet"
+        source = f"{d.source.replace('_', ' ')}, {d.detection_source.replace('_', ' ')}"
+        if d.screen_state is not None:
+            source += f" (the screen alone said {d.screen_state})"
         return "\n".join([
             f"recognizer  {d.recognizer} ({d.selected_by.replace('_', ' ')})",
             f"state       {d.state} (reported: {reported})",
-            f"source      {d.source.replace('_', ' ')}, {d.detection_source.replace('_', ' ')}",
+            f"source      {source}",
             f"rule        {d.rule} (priority {d.priority})" if d.rule
             else f"rule        none matched: {d.reason}",
             f"foreground  {d.observation.foreground or 'not known (the program has ended)'}",
+            f"kernel      {d.kernel.verdict}: {d.kernel.text}" if d.kernel is not None
+            else "kernel      not looked at (not running, or recognize_kernel is off)",
             f"recovery    {resume}",
         ])
 

@@ -249,10 +249,14 @@ class KernelSampler:
         if busy and not detail:
             out.settled = True
             return out
-        if not syscalls or self.syscalls is None:
+        if self.syscalls is None:
             return out
         for m in out.members:
             if m.fields[_STATE] != b"S":
+                continue
+            if not syscalls:
+                m.syscall_error = "not read by the daemon (recognize_kernel is `guardian`)"
+                out.refused.append(m.pid)
                 continue
             try:
                 m.syscall_text = _read(f"{self.proc}/{m.pid}/syscall").decode("ascii", "replace").strip()
