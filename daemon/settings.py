@@ -148,9 +148,10 @@ class Settings(WireLimits, kw_only=True, forbid_unknown_fields=True, frozen=True
         "is recognized well within 1 s of quiet)"
     ) = 0.25
     recognize_kernel_interval_max_seconds: _f(
-        0.01, 600, "...up to this interval while nothing changes (a silent change, such as "
-        "work after a password typed without echo, shows within it; ours: 2 s)"
-    ) = 2.0
+        0.01, 600, "...up to this interval while nothing changes: a silent change (work after "
+        "a password typed without echo, a SIGSTOP) shows within it (ours: 1 s, issue 18's "
+        "bound for recognizing a program that went quiet)"
+    ) = 1.0
     recognize_kernel_processes_max: _r(
         1, 100_000, "processes of a session walked per look; past it the evidence is "
         "unavailable (ours: 64)"

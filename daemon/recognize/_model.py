@@ -51,6 +51,10 @@ class RecognitionInput(msgspec.Struct, frozen=True, kw_only=True):
     #: leads its group while `vim`, two levels down, reads the terminal). `auto` tries them
     #: before the group leader. Empty when the kernel was not asked.
     foreground_members: tuple[str, ...] = ()
+    #: Kernel evidence shows the foreground group's leader (`foreground`) blocked waiting for
+    #: a child: it is a parent (`sh -c 'printf ">>> "; sleep 100'`, git running an editor),
+    #: not the program at the terminal, so its name claims nothing for `auto`.
+    foreground_waits_for_child: bool = False
 
 
 class Detection(msgspec.Struct, frozen=True, kw_only=True):

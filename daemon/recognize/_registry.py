@@ -36,7 +36,7 @@ import msgspec
 
 from vigil.protocol.api.execution import KernelEvidence
 
-from ._decide import decide, screen_decides
+from ._decide import decide
 from ._engine import evaluate
 from ._manifest import Manifest, ManifestError, parse_manifest
 from ._model import Detection, RecognitionInput
@@ -221,6 +221,9 @@ class Registry:
             m, hit = found
             return m, f"auto: foreground process {hit!r}, on the terminal, matches manifest {m.name!r}"
         cands = foreground_candidates(inp)
+        if cands and inp.foreground_waits_for_child:
+            return None, (f"auto: foreground {cands[0]!r} only waits for its child, which no "
+                          f"manifest claims; fallback {FALLBACK!r}")
         if cands:
             found = self._claimant(cands)
             if found is not None:
@@ -248,9 +251,11 @@ class Registry:
         return m is not None and m.defer_to_kernel
 
     def needs_kernel(self, det: Detection) -> bool:
-        """Whether kernel evidence could change `det` (`_decide.py`, rules 1-4 say when not):
-        live recognition looks at the kernel only then."""
-        return not screen_decides(det, self._defers(det))
+        """Whether kernel evidence could change `det`: live recognition looks at the kernel
+        only then. Only an exit is beyond it: where the screen decides (`_decide.py`, rules
+        2-4), the claim itself rests on the claimant being the program at the terminal,
+        which a leader blocked waiting for its child is not (`foreground_waits_for_child`)."""
+        return det.state != "exited"
 
     def decide(self, det: Detection, kernel: KernelEvidence | None) -> Detection:
         """`det` (a screen detection of this registry) decided with `kernel` evidence."""

@@ -8,9 +8,9 @@ where its arguments are (`kernel.py` reads them):
 | kind | calls | what is read from the arguments |
 |---|---|---|
 | `read` | read, readv, pread64, preadv, preadv2 | arg 1: the descriptor |
-| `select` | select, pselect6 | arg 1: nfds (the set is fds below it); arg 5: timeout pointer (0 = none) |
-| `poll` | poll | arg 3: timeout in ms (negative = none); the set is unknown: every open fd |
-| `ppoll` | ppoll | arg 3: timeout pointer; the set: every open fd |
+| `select` | select, pselect6 | arg 1: nfds; args 2-4: the fd_sets (read from /proc/PID/mem); arg 5: timeout pointer (0 = none) |
+| `poll` | poll | args 1-2: the pollfd array and its length (read from /proc/PID/mem); arg 3: timeout in ms (negative = none) |
+| `ppoll` | ppoll | args 1-2 as poll's; arg 3: timeout pointer |
 | `epoll` | epoll_wait, epoll_pwait | arg 1: the epoll fd (its set is in fdinfo); arg 4: timeout ms |
 | `epoll2` | epoll_pwait2 | arg 1: the epoll fd; arg 4: timeout pointer |
 | `child` | wait4, waitid | waiting for a child process |

@@ -12,6 +12,10 @@ knows. For the foreground process group of the terminal (the tpgid in the sessio
 - `/proc/PID/fd/N`, stat'ed through the link, what a descriptor is: this terminal (its
   device number is `tty_nr` of the stat line; `/dev/tty` counts too), a pipe, a socket ...;
   `/proc/PID/fdinfo/N` of an epoll descriptor lists the descriptors it waits on;
+- `/proc/PID/mem`, at the pointers of a blocked select or poll, the descriptors it waits on
+  (an fd_set, a pollfd array): a program selecting on a socket has the terminal open as
+  fds 0-2 too, and is not waiting for input. Where the memory cannot be read, every open
+  descriptor (below nfds) is assumed, which can only make the answer `inconclusive`;
 - `/proc/PID/wchan` the kernel function it sleeps in: shown by explain, and used alone
   only to rule the terminal *out* (a sleep, a child) when the syscall cannot be read.
 
@@ -52,6 +56,8 @@ from __future__ import annotations
 import errno
 import os
 import stat as st
+import struct
+import sys
 import time
 from dataclasses import dataclass, field
 
@@ -63,6 +69,11 @@ from ._syscalls import syscall_table
 TICKS = os.sysconf("SC_CLK_TCK")
 #: /dev/tty: a process's own controlling terminal, whatever its device number.
 DEV_TTY = os.makedev(5, 0)
+#: select's and poll's sets are read from the process's memory up to these sizes
+#: (FD_SETSIZE; pollfd entries beyond 4096 are not looked at).
+_FD_SETSIZE = 1024
+_POLL_MAX = 4096
+_POLLIN, _POLLPRI = 0x001, 0x002
 #: Character devices that never block a reader: /dev/null, /dev/zero, /dev/full,
 #: /dev/random, /dev/urandom.
 _NEVER_BLOCK = frozenset(os.makedev(1, m) for m in (3, 5, 7, 8, 9))
@@ -448,17 +459,21 @@ class KernelSampler:
     def _events(self, pid: int, name: str, kind: str, args: list[int], tty: int | None) -> str:
         """The activity of a process blocked in select, poll or epoll."""
         if kind == "select":
-            fds = self._open_fds(pid, below=args[0])
+            fds = self._select_fds(pid, args)
+            if fds is None:
+                fds = self._open_fds(pid, below=args[0])
             timed = args[4] != 0
         elif kind in ("poll", "ppoll"):
-            fds = self._open_fds(pid)
+            fds = self._poll_fds(pid, args)
+            if fds is None:
+                fds = self._open_fds(pid)
             timed = _int32(args[2]) >= 0 if kind == "poll" else args[2] != 0
         else:
             fds = self._epoll_fds(pid, args[0])
             timed = _int32(args[3]) >= 0 if kind == "epoll" else args[3] != 0
         if fds is None:
             return "unavailable"
-        kinds = {self._fd_kind(pid, fd, tty) for fd in fds}
+        kinds = {self._fd_kind(pid, fd, tty) if fd >= 0 else "other" for fd in fds}
         kinds.discard("file")
         kinds.discard(None)
         if "unreadable" in kinds:
@@ -468,6 +483,58 @@ class KernelSampler:
         if kinds != {"terminal"}:
             return "waiting_terminal_and_more"
         return "polling_terminal" if timed else "waiting_terminal"
+
+    def _memory(self, pid: int, address: int, size: int) -> bytes | None:
+        """`size` bytes of the process's memory at `address` (/proc/PID/mem needs the same
+        ptrace rights as /proc/PID/syscall), or None."""
+        if not address or size <= 0:
+            return None
+        try:
+            fd = os.open(f"{self.proc}/{pid}/mem", os.O_RDONLY | os.O_CLOEXEC)
+        except OSError:
+            return None
+        try:
+            got = os.pread(fd, size, address)
+        except (OSError, OverflowError):
+            return None
+        finally:
+            os.close(fd)
+        return got if len(got) == size else None
+
+    def _select_fds(self, pid: int, args: list[int]) -> list[int] | None:
+        """The descriptors a select waits on, from its fd_sets in the process's memory: those
+        of the read and exception sets, and -1 for any in the write set (waiting to write is
+        never waiting for input). None when the memory cannot be read (the caller then
+        assumes every open fd below nfds)."""
+        nfds = min(args[0], _FD_SETSIZE)
+        size = (nfds + 63) // 64 * 8
+        out: list[int] = []
+        for i, address in enumerate(args[1:4]):
+            if not address or not nfds:
+                continue
+            bits = self._memory(pid, address, size)
+            if bits is None:
+                return None
+            value = int.from_bytes(bits, sys.byteorder)
+            found = [fd for fd in range(nfds) if value >> fd & 1]
+            out += [-1] * bool(found) if i == 1 else found
+        return out
+
+    def _poll_fds(self, pid: int, args: list[int]) -> list[int] | None:
+        """The descriptors a poll or ppoll waits on for input (POLLIN, POLLPRI), from its
+        pollfd array in the process's memory; -1 for any waited on for output only. None
+        when the memory cannot be read (the caller then assumes every open fd)."""
+        count = min(args[1], _POLL_MAX)
+        if count == 0:
+            return []
+        raw = self._memory(pid, args[0], count * 8)
+        if raw is None:
+            return None
+        out: list[int] = []
+        for fd, events, _ in struct.iter_unpack("=ihh", raw):
+            if fd >= 0 and events:
+                out.append(fd if events & (_POLLIN | _POLLPRI) else -1)
+        return out
 
     def _open_fds(self, pid: int, below: int | None = None) -> list[int] | None:
         if below is not None and below <= 8:
@@ -531,6 +598,12 @@ def group_verdict(activities: list[str], cpu_advanced: bool) -> str:
     if kinds & _MAYBE_TERMINAL:
         return "inconclusive"
     return "busy" if kinds else "unavailable"
+
+
+def leader_waits_for_child(evidence: KernelEvidence) -> bool:
+    """The foreground group's leader is blocked waiting for a child (wait4, waitid)."""
+    return any(p.pid == evidence.foreground_pgid and p.activity == "waiting_child"
+               for p in evidence.processes)
 
 
 def members_on_terminal(evidence: KernelEvidence) -> tuple[str, ...]:

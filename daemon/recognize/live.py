@@ -9,9 +9,12 @@ When it is evaluated, and why:
   the screen keeper's callback, never on the ingest path). Screen evaluation is cheap
   (built-in manifests ≤ 1 ms p50) and cached while the input is unchanged;
 - at the debouncer's due times, so a quiet idle screen gets confirmed;
-- while the kernel is asked about the foreground (a program no manifest claims, or a
-  claiming manifest's catch-all), also at `recognize_kernel_interval_seconds`, doubling up
-  to `recognize_kernel_interval_max_seconds` while the foreground stays in the same wait.
+- while the program runs (kernel evidence on: `recognize_kernel`), also at
+  `recognize_kernel_interval_seconds`, doubling up to `recognize_kernel_interval_max_seconds`
+  while the foreground stays in the same wait. The kernel is looked at even where a claiming
+  manifest's rule decides the state (_decide.py): the claim holds only while its claimant is
+  the program at the terminal, not a parent blocked waiting for its child (`sh -c` running a
+  script whose output ends in `>>> `).
   A program that prints nothing — a silent CPU loop, a `sleep` — has no screen change to
   look at, so the first look comes that long after the runtime is attached.
 
@@ -34,7 +37,7 @@ from vigil.daemon.guardian.identity import parse_stat
 from vigil.protocol.api.execution import KernelEvidence
 
 from . import Detection, IdleDebouncer, RecognitionInput, Registry
-from .kernel import Collection, KernelSampler, members_on_terminal
+from .kernel import Collection, KernelSampler, leader_waits_for_child, members_on_terminal
 from vigil.daemon.screen.snapshot import ScreenSnapshot as LiveScreen
 from vigil.daemon.settings import Settings
 
@@ -119,6 +122,14 @@ def padded_lines(snap: LiveScreen) -> list[str]:
     return [line.ljust(snap.cols) for line in snap.lines]
 
 
+def informed(inp: RecognitionInput, evidence: KernelEvidence) -> RecognitionInput:
+    """`inp` with what kernel evidence tells `auto` about who the program is."""
+    members, waits = members_on_terminal(evidence), leader_waits_for_child(evidence)
+    if not members and not waits:
+        return inp
+    return msgspec.structs.replace(inp, foreground_members=members, foreground_waits_for_child=waits)
+
+
 class Recognition:
     """One live runtime's recognizer state.
 
@@ -178,7 +189,7 @@ class Recognition:
     def _screen(self, inp: RecognitionInput) -> Detection:
         """auto's screen-only detection of `inp` (a pure function of the input and manifests)."""
         self.registry.reload_if_stale(self.reload_seconds)
-        slot = bool(inp.foreground_members)
+        slot = bool(inp.foreground_members) or inp.foreground_waits_for_child
         hit = self._screen_cache.get(slot)
         if hit is None or hit[0] != inp or self.registry.generation != self._generation:
             if self.registry.generation != self._generation:
@@ -232,9 +243,7 @@ class Recognition:
 
     def _with_kernel(self, inp: RecognitionInput, evidence: KernelEvidence) -> None:
         """Decide `inp` with kernel evidence, and schedule the next look."""
-        members = members_on_terminal(evidence)
-        if members:
-            inp = msgspec.structs.replace(inp, foreground_members=members)
+        inp = informed(inp, evidence)
         screen = self._screen(inp)
         detection = self.registry.decide(screen, evidence)
         signature = (evidence.verdict, tuple((p.pid, p.activity, p.syscall, p.fd)
@@ -255,9 +264,7 @@ class Recognition:
         prompts' readiness): not debounced, not reported."""
         evidence = await self.sample(detail=True)
         if evidence is not None:
-            members = members_on_terminal(evidence)
-            if members:
-                inp = msgspec.structs.replace(inp, foreground_members=members)
+            inp = informed(inp, evidence)
         self.registry.reload_if_changed()
         return self.registry.detect(recognizer, inp, evidence)
 
@@ -302,7 +309,8 @@ class Recognition:
             return
         leader, comm, argv = self.foreground.read() if self.foreground else (None, None, ())
         inp = msgspec.structs.replace(self.last_input, foreground=comm, foreground_argv=argv,
-                                      leader=leader, foreground_members=())
+                                      leader=leader, foreground_members=(),
+                                      foreground_waits_for_child=False)
         self.last_input = inp
         screen = self._screen(inp)
         if self.kernel is None or not self.registry.needs_kernel(screen):

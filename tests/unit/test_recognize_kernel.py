@@ -132,7 +132,8 @@ def test_vim_waits_on_the_terminal(program):
         got.append(p.sampler.look(detail=True))
         return got[-1].verdict in ("awaiting_input", "inconclusive")
     wait_for(settled, what="vim waiting on the terminal")
-    assert got[-1].processes[0].activity in ("reading_terminal", "waiting_terminal", "polling_terminal"), got[-1]
+    # vim waits in pselect6 on the terminal alone, with a timeout (its 'updatetime').
+    assert got[-1].processes[0].activity in ("waiting_terminal", "polling_terminal"), got[-1]
 
 
 def test_an_unreadable_syscall_is_unavailable(tmp_path, program):
@@ -196,3 +197,34 @@ def test_tty_rdev_is_the_slaves_device(program):
 ])
 def test_group_verdict(activities, cpu, verdict):
     assert group_verdict(activities, cpu) == verdict
+
+
+@pytest.fixture
+def listener():
+    import socket
+    srv = socket.create_server(("127.0.0.1", 0))
+    yield srv.getsockname()[1]
+    srv.close()
+
+
+@pytest.mark.parametrize("wait, verdict, activity", [
+    ("select.select([c], [], [], 100)", "busy", "waiting_events"),
+    ("select.select([c], [], [])", "busy", "waiting_events"),
+    ("select.select([c, 0], [], [])", "inconclusive", "waiting_terminal_and_more"),
+    ("select.select([0], [], [])", "awaiting_input", "waiting_terminal"),
+    ("select.select([0], [], [], 100)", "inconclusive", "polling_terminal"),
+    ("p = select.poll(); p.register(c, select.POLLIN); p.poll()", "busy", "waiting_events"),
+    ("p = select.poll(); p.register(0, select.POLLIN); p.poll()", "awaiting_input", "waiting_terminal"),
+    ("p = select.poll(); p.register(0, select.POLLIN); p.register(c, select.POLLIN); p.poll(100000)",
+     "inconclusive", "waiting_terminal_and_more"),
+    ("e = select.epoll(); e.register(c, select.EPOLLIN); e.poll()", "busy", "waiting_events"),
+    ("e = select.epoll(); e.register(0, select.EPOLLIN); e.poll()", "awaiting_input", "waiting_terminal"),
+], ids=["select_socket_timed", "select_socket", "select_both", "select_terminal", "select_terminal_timed",
+        "poll_socket", "poll_terminal", "poll_both", "epoll_socket", "epoll_terminal"])
+def test_event_waits_are_told_apart_by_their_sets(program, listener, wait, verdict, activity):
+    # The terminal is fds 0-2 of every one of them: only the set waited on tells.
+    code = f"import select, socket\nc = socket.create_connection(('127.0.0.1', {listener}))\nprint('ready', flush=True)\n{wait}"
+    p = program([PY, "-c", code])
+    p.output_until(b"ready")
+    ev = p.look_until(verdict, activity)
+    assert ev.processes[0].syscall is not None
