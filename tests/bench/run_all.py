@@ -135,6 +135,7 @@ BENCHMARKS: list[Bench] = [
           ("--flood-mb", "5", "--stream-seconds", "0.5"), extract=screen_rows),
     Bench("bench_recognize", "target p50 <=", ("--repeat", "200"), ("--repeat", "5"),
           ran_codes=frozenset({0, 1}), extract=recognize_rows),
+    Bench("bench_kernel", "== kernel evidence (issue 18) ==", in_process=True),
     Bench("bench_observe", "== observe (observe and wait) ==", in_process=True),
     Bench("bench_transcript_providers", "== transcript providers (agent logs) ==", in_process=True),
     Bench("bench_mcp", "== mcp (MCP server and usage telemetry) ==", in_process=True),

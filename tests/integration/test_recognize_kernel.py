@@ -248,3 +248,26 @@ def test_false_idle_rate_is_zero(session, silent_server):
         e = explain(s, eid)
         states[str(program)] = (e["state"], e["kernel"]["verdict"] if e["kernel"] else None)
     assert all(v == ("busy", "busy") for v in states.values()), states
+
+
+@pytest.mark.parametrize("mode", ["guardian", "off"])
+def test_who_reads_the_kernel(home, workspace, mode):
+    # `guardian`: the daemon reads no /proc/PID/syscall itself and asks the child's guardian,
+    # as it must where Yama (ptrace_scope=1) refuses it; `off`: the screen alone.
+    home.write_config(f'recognize_kernel = "{mode}"\n')
+    home.start_daemon()
+    s = Session(home, workspace)
+    try:
+        eid, cursor = started(s, "~~", argv=[PY, "-c", "input('~~ ')"])
+        if mode == "off":
+            assert reached(s, [eid], cursor, ["awaiting_input"], 2.0) == []
+            e = explain(s, eid)
+            assert (e["state"], e["source"], e["kernel"]) == ("unknown", "fallback", None), e
+            return
+        awaiting_within_quiet(s, eid, cursor)
+        e = explain(s, eid)
+        assert (e["state"], e["source"], e["kernel"]["syscalls_read_by"]) == \
+            ("awaiting_input", "kernel", "guardian"), e
+        assert e["kernel"]["processes"][0]["activity"] == "reading_terminal", e
+    finally:
+        s.close()
