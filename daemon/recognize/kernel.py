@@ -104,6 +104,14 @@ _WORDS = {
     "other": "blocked, not on the terminal",
 }
 
+#: Words for the activities on the terminal, around the call (`read(0)`, `pselect6`).
+_ON_TERMINAL_WORDS = {
+    "reading_terminal": "blocked in {call} on the terminal",
+    "waiting_terminal": "waiting for events ({call}) on the terminal alone",
+    "polling_terminal": "waiting for events ({call}) on the terminal, with a timeout",
+    "waiting_terminal_and_more": "waiting for events ({call}) on the terminal and other sources",
+}
+
 #: wchan names that rule the terminal out when the syscall cannot be read.
 _WCHAN = {"hrtimer_nanosleep": "sleeping", "do_nanosleep": "sleeping", "do_wait": "waiting_child",
           "pipe_read": "reading_pipe", "anon_pipe_read": "reading_pipe", "pipe_wait": "reading_pipe"}
@@ -116,7 +124,8 @@ def tty_rdev(tty_nr: int) -> int:
     return os.makedev(major, minor)
 
 
-def _read(path: str) -> bytes:
+def read_proc(path: str) -> bytes:
+    """A small /proc file in one read (os.open: no buffered file object to build)."""
     fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
     try:
         return os.read(fd, 65536)
@@ -197,14 +206,14 @@ class KernelSampler:
     # --- reading ------------------------------------------------------------------------------
 
     def _stat(self, pid: int) -> tuple[str, list[bytes]]:
-        return parse_stat(_read(f"{self.proc}/{pid}/stat"))
+        return parse_stat(read_proc(f"{self.proc}/{pid}/stat"))
 
     def _children(self, pid: int, threads: int) -> list[int]:
         tids = [pid] if threads <= 1 else [int(t) for t in os.listdir(f"{self.proc}/{pid}/task")]
         out: list[int] = []
         for tid in tids:
             try:
-                out += [int(c) for c in _read(f"{self.proc}/{pid}/task/{tid}/children").split()]
+                out += [int(c) for c in read_proc(f"{self.proc}/{pid}/task/{tid}/children").split()]
             except OSError:
                 pass
         return out
@@ -270,7 +279,7 @@ class KernelSampler:
                 out.refused.append(m.pid)
                 continue
             try:
-                m.syscall_text = _read(f"{self.proc}/{m.pid}/syscall").decode("ascii", "replace").strip()
+                m.syscall_text = read_proc(f"{self.proc}/{m.pid}/syscall").decode("ascii", "replace").strip()
             except PermissionError as exc:
                 m.syscall_error = _why(exc)
                 out.refused.append(m.pid)
@@ -339,7 +348,7 @@ class KernelSampler:
         wchan = None
         if detail or activity == "unavailable":
             try:
-                wchan = _read(f"{self.proc}/{m.pid}/wchan").decode("ascii", "replace").strip() or None
+                wchan = read_proc(f"{self.proc}/{m.pid}/wchan").decode("ascii", "replace").strip() or None
             except OSError:
                 pass
             if wchan == "0":
@@ -428,12 +437,12 @@ class KernelSampler:
         for tid in tids[: self.processes_max]:
             base = f"{self.proc}/{m.pid}/task/{tid}"
             try:
-                tstate = parse_stat(_read(f"{base}/stat"))[1][_STATE]
+                tstate = parse_stat(read_proc(f"{base}/stat"))[1][_STATE]
                 if tstate in (b"R", b"D"):
                     return "running", None, None, f" (its thread {tid} runs)"
                 if tstate != b"S":
                     continue
-                text = _read(f"{base}/syscall").decode("ascii", "replace").strip()
+                text = read_proc(f"{base}/syscall").decode("ascii", "replace").strip()
             except PermissionError:
                 return "unavailable", None, None, f" (its thread {tid} cannot be read)"
             except (OSError, ValueError):
@@ -547,7 +556,7 @@ class KernelSampler:
 
     def _epoll_fds(self, pid: int, epfd: int) -> list[int] | None:
         try:
-            info = _read(f"{self.proc}/{pid}/fdinfo/{epfd}")
+            info = read_proc(f"{self.proc}/{pid}/fdinfo/{epfd}")
         except OSError:
             return None
         return [int(line.split()[1]) for line in info.splitlines() if line.startswith(b"tfd:")]
@@ -641,14 +650,8 @@ def _process_text(m: Member, activity: str, syscall: str | None, fd: int | None,
         why = m.syscall_error or "its system call is unknown"
         return f"{head}: unavailable ({why})" + (f"; in kernel function {wchan}" if wchan else "")
     call = f"{syscall}({fd})" if fd is not None else syscall
-    if activity == "reading_terminal":
-        return f"{head}: blocked in {call} on the terminal{since}"
-    if activity == "waiting_terminal":
-        return f"{head}: waiting for events ({call}) on the terminal alone{since}"
-    if activity == "polling_terminal":
-        return f"{head}: waiting for events ({call}) on the terminal, with a timeout{since}"
-    if activity == "waiting_terminal_and_more":
-        return f"{head}: waiting for events ({call}) on the terminal and other sources{since}"
+    if activity in _ON_TERMINAL_WORDS:
+        return f"{head}: {_ON_TERMINAL_WORDS[activity].format(call=call)}{since}"
     word = _WORDS.get(activity, activity)
     return f"{head}: {word} ({call or wchan}){since}" if (call or wchan) else f"{head}: {word}{since}"
 

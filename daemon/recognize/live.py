@@ -26,7 +26,6 @@ after asking the guardian (`read_syscalls`), and `observe` only wakes it.
 from __future__ import annotations
 
 import math
-import os
 import time
 from typing import Awaitable, Callable
 
@@ -37,7 +36,7 @@ from vigil.daemon.guardian.identity import parse_stat
 from vigil.protocol.api.execution import KernelEvidence
 
 from . import Detection, IdleDebouncer, RecognitionInput, Registry
-from .kernel import Collection, KernelSampler, leader_waits_for_child, members_on_terminal
+from .kernel import Collection, KernelSampler, leader_waits_for_child, members_on_terminal, read_proc
 from vigil.daemon.screen.snapshot import ScreenSnapshot as LiveScreen
 from vigil.daemon.settings import Settings
 
@@ -46,18 +45,9 @@ from vigil.daemon.settings import Settings
 SyscallReader = Callable[[list[int]], Awaitable[tuple[dict[int, str | None] | None, str]]]
 
 
-def _read(path: str) -> bytes:
-    """A small /proc file in one read (os.open: no buffered file object to build)."""
-    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
-    try:
-        return os.read(fd, 65536)
-    finally:
-        os.close(fd)
-
-
 def _stat(pid: int) -> tuple[str, list[bytes]]:
     """(comm, fields after comm) of /proc/PID/stat."""
-    return parse_stat(_read(f"/proc/{pid}/stat"))
+    return parse_stat(read_proc(f"/proc/{pid}/stat"))
 
 
 class Foreground:
@@ -94,7 +84,7 @@ class Foreground:
             key = (tpgid, comm, fg_fields[19])  # field 22: start time, against pid reuse
             now = time.monotonic()
             if key != self._key or now - self._read_at >= self.refresh_seconds:
-                raw = _read(f"/proc/{tpgid}/cmdline")
+                raw = read_proc(f"/proc/{tpgid}/cmdline")
                 self._argv = tuple(a.decode(errors="replace") for a in raw.split(b"\0") if a)
                 self._key, self._read_at = key, now
             return leader, comm, self._argv
@@ -199,14 +189,21 @@ class Recognition:
             self._screen_cache[slot] = hit
         return hit[1]
 
+    def _screen_alone(self, inp: RecognitionInput) -> bool:
+        """Make `inp` the last input, and decide it by its screen alone if the kernel cannot
+        change that answer (True), stopping the periodic looks."""
+        self.last_input = inp
+        screen = self._screen(inp)
+        if self.kernel is not None and self.registry.needs_kernel(screen):
+            return False
+        self._kernel_due = math.inf
+        self._decided(screen, inp)
+        return True
+
     def _look(self, inp: RecognitionInput) -> None:
         """Evaluate `inp`: by the screen alone where it decides, else with a kernel look —
         now when the daemon can read everything, else by the task (`_kernel_pending`)."""
-        self.last_input = inp
-        screen = self._screen(inp)
-        if self.kernel is None or not self.registry.needs_kernel(screen):
-            self._kernel_due = math.inf
-            self._decided(screen, inp)
+        if self._screen_alone(inp):
             return
         got = self._collect(detail=False)
         if got.refused and self._asks_guardian():
@@ -311,13 +308,8 @@ class Recognition:
         inp = msgspec.structs.replace(self.last_input, foreground=comm, foreground_argv=argv,
                                       leader=leader, foreground_members=(),
                                       foreground_waits_for_child=False)
-        self.last_input = inp
-        screen = self._screen(inp)
-        if self.kernel is None or not self.registry.needs_kernel(screen):
-            self._kernel_due = math.inf
-            self._decided(screen, inp)
-            return
-        await self._finish_look()
+        if not self._screen_alone(inp):
+            await self._finish_look()
 
     async def _finish_look(self) -> None:
         if self.last_input is None:

@@ -20,28 +20,17 @@ from __future__ import annotations
 
 import argparse
 import os
-import pty
-import signal
 import statistics
 import tempfile
 import time
 from pathlib import Path
 
 from tests.bench.common import Table, percentile
+from tests.support.pty_child import end_pty_child, spawn_on_pty
 from vigil.daemon.recognize import RecognitionInput, Registry, load_builtins
 from vigil.daemon.recognize.kernel import KernelSampler
 
 TARGET_MS = 0.1
-
-
-def spawn(argv: list[str]) -> tuple[int, int]:
-    pid, fd = pty.fork()
-    if pid == 0:
-        try:
-            os.execvp(argv[0], argv)
-        finally:
-            os._exit(127)
-    return pid, fd
 
 
 def read_stat(pid: int) -> bytes:
@@ -86,7 +75,7 @@ def main(argv=None) -> Table:
         samplers: dict[str, list[KernelSampler]] = {k: [] for k, _, _ in kinds}
         for i in range(count):
             name, argv_, _ = kinds[i % 2]
-            pid, fd = spawn(argv_)
+            pid, fd = spawn_on_pty(argv_)
             children.append((pid, fd))
             samplers[name].append(KernelSampler(pid))
         for name, _, verdict in kinds:
@@ -118,13 +107,7 @@ def main(argv=None) -> Table:
                   f"{statistics.median(floor_tick):.2f} ms")
     finally:
         for pid, fd in children:
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-        for pid, fd in children:
-            os.waitpid(pid, 0)
-            os.close(fd)
+            end_pty_child(pid, fd)
     table.print()
     return table
 

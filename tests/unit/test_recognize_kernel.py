@@ -8,7 +8,6 @@ blocking, a process stopping) is awaited with `wait_for`, each check a real look
 from __future__ import annotations
 
 import os
-import pty
 import shutil
 import signal
 import sys
@@ -16,6 +15,7 @@ import sys
 import pytest
 
 from tests.support.daemon import wait_for
+from tests.support.pty_child import end_pty_child, spawn_on_pty
 from vigil.daemon.recognize.kernel import KernelSampler, group_verdict, members_on_terminal, tty_rdev
 
 
@@ -23,14 +23,8 @@ class Program:
     """`argv` as the session leader of a new PTY (the slave is its fds 0-2)."""
 
     def __init__(self, argv: list[str]):
-        pid, fd = pty.fork()
-        if pid == 0:
-            try:
-                os.execvp(argv[0], argv)
-            finally:
-                os._exit(127)
-        self.pid, self.fd = pid, fd
-        self.sampler = KernelSampler(pid)
+        self.pid, self.fd = spawn_on_pty(argv)
+        self.sampler = KernelSampler(self.pid)
 
     def output_until(self, text: bytes) -> None:
         seen = b""
@@ -50,12 +44,7 @@ class Program:
         return got[-1]
 
     def close(self) -> None:
-        try:
-            os.killpg(self.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        os.waitpid(self.pid, 0)
-        os.close(self.fd)
+        end_pty_child(self.pid, self.fd)
 
 
 @pytest.fixture

@@ -8,9 +8,7 @@ from __future__ import annotations
 
 import fcntl
 import os
-import pty
 import select
-import signal
 import struct
 import sys
 import termios
@@ -21,6 +19,7 @@ import shutil
 import pyte
 import pytest
 
+from tests.support.pty_child import end_pty_child, spawn_on_pty
 from vigil.daemon.recognize import RecognitionInput, Registry, load_builtins
 
 ROWS, COLS = 24, 80
@@ -38,15 +37,10 @@ class PtyProgram:
     def __init__(self, argv: list[str], cwd: str, env: dict[str, str]) -> None:
         self.screen = pyte.Screen(COLS, ROWS)
         self.stream = pyte.ByteStream(self.screen)
-        pid, fd = pty.fork()
-        if pid == 0:  # child: the slave is fds 0-2 and the controlling terminal
-            try:
-                fcntl.ioctl(0, termios.TIOCSWINSZ, struct.pack("HHHH", ROWS, COLS, 0, 0))
-                os.chdir(cwd)
-                os.execvpe(argv[0], argv, env)
-            finally:
-                os._exit(127)
-        self.pid, self.fd = pid, fd
+        def before_exec() -> None:
+            fcntl.ioctl(0, termios.TIOCSWINSZ, struct.pack("HHHH", ROWS, COLS, 0, 0))
+            os.chdir(cwd)
+        self.pid, self.fd = spawn_on_pty(argv, env, before_exec)
 
     def send(self, data: bytes) -> None:
         os.write(self.fd, data)
@@ -86,12 +80,7 @@ class PtyProgram:
             # process) be re-checked; screen predicates are re-checked after every read.
 
     def close(self) -> None:
-        try:
-            os.killpg(self.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        os.waitpid(self.pid, 0)
-        os.close(self.fd)
+        end_pty_child(self.pid, self.fd)
 
 
 @pytest.fixture
