@@ -81,6 +81,17 @@ def test_input_prompt_is_awaiting_input(session, prompt):
     assert e["reason"] == f"kernel: {e['kernel']['text']}"
 
 
+def test_a_yes_no_question_keeps_its_shape(session):
+    # The kernel says the program reads the terminal; the screen says what kind of answer.
+    s = session
+    eid, cursor = started(s, "[y/N]", argv=[PY, "-c", "input('Overwrite notes.txt? [y/N] ')"])
+    awaiting_within_quiet(s, eid, cursor, "awaiting_approval")
+    e = explain(s, eid)
+    assert (e["state"], e["source"], e["rule"], e["kernel"]["verdict"]) == \
+        ("awaiting_approval", "rule", "yes_no", "awaiting_input"), e
+    assert "; the kernel agrees: foreground " in e["reason"], e
+
+
 def test_explain_cli_shows_the_evidence(session, cli_env):
     s = session
     eid, cursor = started(s, "~~", argv=[PY, "-c", "input('~~ ')"])
