@@ -250,13 +250,6 @@ class Registry:
         m = self._manifests.get(det.recognizer)
         return m is not None and m.defer_to_kernel
 
-    def needs_kernel(self, det: Detection) -> bool:
-        """Whether kernel evidence could change `det`: live recognition looks at the kernel
-        only then. Only an exit is beyond it: where the screen decides (`_decide.py`, rules
-        2-4), the claim itself rests on the claimant being the program at the terminal,
-        which a leader blocked waiting for its child is not (`foreground_waits_for_child`)."""
-        return det.state != "exited"
-
     def decide(self, det: Detection, kernel: KernelEvidence | None) -> Detection:
         """`det` (a screen detection of this registry) decided with `kernel` evidence."""
         return det if kernel is None else decide(det, kernel, self._defers(det))

@@ -190,14 +190,17 @@ class Recognition:
         return hit[1]
 
     def _screen_alone(self, inp: RecognitionInput) -> bool:
-        """Make `inp` the last input, and decide it by its screen alone if the kernel cannot
-        change that answer (True), stopping the periodic looks."""
+        """Make `inp` the last input, and decide it by its screen alone (True), stopping the
+        periodic looks, if the kernel cannot change that answer: kernel evidence is off, or
+        the program exited. Anything else may change with it, even a claiming manifest's
+        rule (the claim rests on its claimant being the program at the terminal, which a
+        leader blocked waiting for its child is not): the screen is then evaluated once,
+        with what the kernel tells `auto` (`_with_kernel`)."""
         self.last_input = inp
-        screen = self._screen(inp)
-        if self.kernel is not None and self.registry.needs_kernel(screen):
+        if self.kernel is not None and not inp.exited:
             return False
         self._kernel_due = math.inf
-        self._decided(screen, inp)
+        self._decided(self._screen(inp), inp)
         return True
 
     def _look(self, inp: RecognitionInput) -> None:
