@@ -22,10 +22,12 @@ def cmd_export(args: argparse.Namespace) -> int:
         writer = Writer()
         parts: list[str] = []
         offset = 0
+        stop = None  # a running execution: what it had written when the export began
         while True:
             page = scope.call("recording", execution_id=eid, offset=offset)
             parts.append(writer.page(page))
-            if not page.has_more or page.end_offset <= offset:
+            stop = page.total_bytes if stop is None else stop
+            if not page.has_more or page.end_offset <= offset or page.end_offset >= stop:
                 break
             offset = page.end_offset
         parts.append(writer.end())

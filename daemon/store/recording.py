@@ -81,7 +81,8 @@ def _page(view: CatalogView, scope: str, execution_id: str, start: int,
         execution_id=execution_id, command=rec.command, started_unix_ms=rec.started_unix_ms,
         ended_unix_ms=rec.ended_unix_ms, status=rec.status, rows=rows, cols=cols,
         timed=bool(marks),
-        events=events, start_offset=start, end_offset=end, has_more=end < total)
+        events=events, start_offset=start, end_offset=end, total_bytes=total,
+        has_more=end < total)
 
 
 def _runs(first: int, data: bytes, marks: list[tuple[int, int]]) -> list[RecordingOutput]:

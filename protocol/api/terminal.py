@@ -173,4 +173,8 @@ class RecordingResult(msgspec.Struct, kw_only=True):
     events: list[RecordingEvent]
     start_offset: int
     end_offset: int
+    #: Every byte the execution had produced when the page was read, retained or not: an
+    #: export of a running execution stops at the first page's value instead of chasing
+    #: output that keeps coming.
+    total_bytes: int
     has_more: bool

@@ -153,3 +153,17 @@ def test_output_not_retained_is_a_marker(home, workspace, cli_env):
         assert text.endswith("2999\r\n3000\r\n")
     finally:
         s.close()
+
+
+def test_a_running_execution_exports_what_it_wrote_so_far(home, session, cli_env, workspace):
+    gate = Gate(workspace / "gate")
+    eid = session.run(argv=python_child("print('ready', flush=True)\n" + gate.wait_source()),
+                      rows=5, cols=20)["execution_id"]
+    session.read_until(eid, lambda p: "ready" in p["text"])
+    r = vigil(home, cli_env, "export", eid)
+    assert r.returncode == 0, r.stderr
+    header, *events = [json.loads(line) for line in r.stdout.splitlines()]
+    assert (header["width"], header["height"]) == (20, 5)
+    assert [e[1:] for e in events] == [["o", "ready\r\n"]]
+    gate.open()
+    assert session.wait_exit(eid)["exit_code"] == 0

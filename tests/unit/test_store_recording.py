@@ -140,3 +140,15 @@ def test_marks_are_removed_with_the_record(store):
         cur = view.tx.txn.cursor(db=view.tx.dbs["timings"])
         assert not cur.set_range(bytes.fromhex(eid)) or not bytes(cur.key()).startswith(
             bytes.fromhex(eid))
+
+
+def test_a_guardian_gap_in_the_middle_is_a_marker_at_its_time(store):
+    rec = store.create_execution(new_record(rows=10, cols=40))
+    eid = rec.execution_id
+    commit(store, eid, 0, b"before\r\n", 100)
+    commit(store, eid, 20, b"after\r\n", 700)  # bytes 8..20 were lost in the guardian's ring
+    pages = all_pages(store, eid)
+    assert [p.end_offset for p in pages] == [8, 27]
+    assert pages[1].events[0] == RecordingGap(from_offset=8, to_offset=20, at_unix_us=(T0 + 700) * US)
+    assert cast(pages)[1:] == [[0.1, "o", "before\r\n"], [0.7, "m", gap_marker(8, 20)],
+                               [0.7, "o", "after\r\n"]]
