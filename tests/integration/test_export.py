@@ -13,7 +13,14 @@ import pyte
 import pytest
 from asciinema import asciicast
 
-from tests.support.executions import Gate, Session, cli_env, python_child, workspace  # noqa: F401
+from tests.support.executions import (  # noqa: F401  (fixtures)
+    Gate,
+    Session,
+    cli_env,
+    python_child,
+    session,
+    workspace,
+)
 from vigil.client.asciicast import gap_marker
 
 #: Part one: colours, a wide character pair, and a cursor move that overwrites a cell.
@@ -45,15 +52,6 @@ def play(header: dict, events: list) -> list[str]:
 def load(path) -> tuple[dict, list]:
     with asciicast.open_from_url(str(path)) as cast:
         return cast.v2_header, list(cast.events())
-
-
-@pytest.fixture
-def session(home, daemon, workspace):
-    s = Session(home, workspace)
-    try:
-        yield s
-    finally:
-        s.close()
 
 
 def vigil(home, cli_env, *args: str) -> subprocess.CompletedProcess:

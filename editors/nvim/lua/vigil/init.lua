@@ -116,6 +116,15 @@ local function resolve(session, prefix)
   return result.execution_id
 end
 
+--- A session and the execution `prefix` names in it, or nil (reported, session closed).
+local function open_execution(prefix)
+  local session, eid = open_execution(prefix)
+  if not session then
+    return nil
+  end
+  return session, eid
+end
+
 --- A scratch buffer named `name` (reused if it exists), shown in the current window.
 local function scratch(name, filetype)
   local buf = vim.fn.bufnr(name)
@@ -205,13 +214,8 @@ end
 
 --- :VigilLogs ID — the execution's retained output as plain text, in a buffer.
 function M.logs(prefix)
-  local session = M.session()
+  local session, eid = open_execution(prefix)
   if not session then
-    return nil
-  end
-  local eid = resolve(session, prefix)
-  if not eid then
-    session.conn:close()
     return nil
   end
   local parts, cursor = {}, nil
@@ -332,13 +336,12 @@ end
 
 --- :VigilSend[!] ID TEXT — type TEXT into the execution's terminal (with !: then Enter).
 function M.send(prefix, text, enter)
-  local session = M.session()
+  local session, eid = open_execution(prefix)
   if not session then
     return nil
   end
-  local eid = resolve(session, prefix)
-  local result = eid and call(session, "input", { execution_id = eid, text = text,
-                                                  keys = enter and { "Enter" } or nil })
+  local result = call(session, "input", { execution_id = eid, text = text,
+                                          keys = enter and { "Enter" } or nil })
   session.conn:close()
   if result then
     notify(("vigil: sent %d bytes to %s"):format(result.bytes_sent, eid:sub(1, 12)))
