@@ -118,8 +118,13 @@ end
 
 --- A session and the execution `prefix` names in it, or nil (reported, session closed).
 local function open_execution(prefix)
-  local session, eid = open_execution(prefix)
+  local session = M.session()
   if not session then
+    return nil
+  end
+  local eid = resolve(session, prefix)
+  if not eid then
+    session.conn:close()
     return nil
   end
   return session, eid
@@ -247,13 +252,8 @@ end
 
 --- :VigilScreen ID — the execution's screen in a buffer, kept current while it runs.
 function M.screen(prefix)
-  local session = M.session()
+  local session, eid = open_execution(prefix)
   if not session then
-    return nil
-  end
-  local eid = resolve(session, prefix)
-  if not eid then
-    session.conn:close()
     return nil
   end
   local buf = scratch("vigil://screen/" .. eid:sub(1, 12), "vigil")
