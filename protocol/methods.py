@@ -154,10 +154,20 @@ def _transcript(transcript) -> None:
     EVENTS["transcript"] = transcript.TranscriptStreamEvent
 
 
+def _temporary(temporary) -> None:
+    def action(params: temporary.TemporaryParams) -> str:
+        return type(params.action).__struct_config__.tag
+
+    register("Temporary", temporary.TemporaryParams, None,
+             "List the thread's managed temporary helpers (revision, budget) or release "
+             "named ones that nothing of the thread uses.",
+             results=temporary.RESULTS, select=action)
+
+
 #: Each family's registrations, by its module name under `vigil.protocol.api`.
 _FAMILIES: dict[str, Callable[[Any], None]] = {
     "daemon": _daemon, "scope": _scope, "execution": _execution, "terminal": _terminal,
-    "shell": _shell, "agent": _agent, "transcript": _transcript,
+    "shell": _shell, "agent": _agent, "transcript": _transcript, "temporary": _temporary,
 }
 #: Method → family. A test checks it against the families' registrations.
 FAMILY = {
@@ -165,6 +175,7 @@ FAMILY = {
     "run": "execution", "Execution": "execution", "follow": "execution", "signal": "execution",
     "resolve": "execution", "screen": "terminal", "input": "terminal", "resize": "terminal",
     "attach": "terminal", "BashCommand": "shell", "Agent": "agent", "transcript": "transcript",
+    "Temporary": "temporary",
 }
 _LOADED: set[str] = set()
 

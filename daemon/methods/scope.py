@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 
 import msgspec
+import trio
 
 from vigil.daemon.agent.herdr_config import herdr_status_hint
 from vigil.daemon.rpc.authority import Need, tools_of
@@ -12,6 +13,7 @@ from vigil.daemon.rpc.dispatch import CallContext, Dispatcher
 from vigil.daemon.rpc.scopes import Scopes
 from vigil.daemon.runtime.manager import RuntimeManager
 from vigil.daemon.shell.manager import ShellManager
+from vigil.daemon.temporary.service import TemporaryHelpers
 from vigil.daemon.transcript.recorder import Recorder
 from vigil.daemon.telemetry.phases import phase
 from vigil.protocol.api.scope import (
@@ -24,7 +26,8 @@ from vigil.protocol.api.scope import (
 
 
 def install(dispatcher: Dispatcher, *, scopes: Scopes, runtimes: RuntimeManager,
-            shells: ShellManager, transcripts: Recorder | None) -> None:
+            shells: ShellManager, transcripts: Recorder | None,
+            helpers: TemporaryHelpers) -> None:
     def caller_execution(pid: int) -> str | None:
         """The execution the caller runs under (a shell's running command, if it runs in
         a persistent shell), or None."""
@@ -48,7 +51,9 @@ def install(dispatcher: Dispatcher, *, scopes: Scopes, runtimes: RuntimeManager,
                                           parent)
         # No file read, no subprocess, no path: only whether the variable is present.
         hint = msgspec.convert(herdr_status_hint(os.environ), HerdrHint)
+        temporary_dir = await trio.to_thread.run_sync(helpers.prepare, thread)
         return InitializeResult(
             thread_id=thread.thread_id, workspace_root=thread.workspace_root, mode=thread.mode,
             profile=thread.profile, tools=tools_of(thread), resumed=resumed,
-            data=InitializeData(agent_backends=AgentBackends(herdr=hint)))
+            data=InitializeData(agent_backends=AgentBackends(herdr=hint)),
+            temporary_dir=temporary_dir)
