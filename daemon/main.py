@@ -99,8 +99,10 @@ async def serve(state: DaemonState, claim: rendezvous.Claim, ready_fd: int | Non
         log.warning("recognizer manifest rejected: %s", error)
     runtimes = RuntimeManager(store, settings, bus, RecognitionFactory(registry, settings),
                               guardian_dir=paths.guardian_dir(), log_dir=str(state.state_dir))
+    helper_dirs = ManagedDirectories(state.state_dir)
     shells = ShellManager(scopes, store, runtimes, settings,
-                          shell_dir=os.path.join(paths.guardian_dir(), "shells"))
+                          shell_dir=os.path.join(paths.guardian_dir(), "shells"),
+                          helper_dirs=helper_dirs)
     transcripts = None
     if settings.transcripts_enabled:
         transcripts = Recorder(TranscriptFiles(state.state_dir / "transcripts", settings),
@@ -111,8 +113,7 @@ async def serve(state: DaemonState, claim: rendezvous.Claim, ready_fd: int | Non
     if transcripts is not None:
         bus.observe(TranscriptObserver(transcripts, agent_logs, runtimes))
 
-    helpers = TemporaryHelpers(ManagedDirectories(state.state_dir), store, runtimes, scopes,
-                               settings)
+    helpers = TemporaryHelpers(helper_dirs, store, runtimes, scopes, settings)
     usage = UsageLog(state.state_dir / USAGE_FILE, settings)
     dispatcher = Dispatcher(scopes, usage, transcripts)
     daemon_info.install(dispatcher, state=state, ingest=runtimes.ingest, transcripts=transcripts)

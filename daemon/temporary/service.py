@@ -41,8 +41,7 @@ import trio
 from vigil.daemon.rpc.scopes import Scopes, ThreadRecord
 from vigil.daemon.runtime.manager import RuntimeManager
 from vigil.daemon.settings import Settings
-from vigil.daemon.store import Store
-from vigil.daemon.store.records import ExecutionRecord
+from vigil.daemon.store import ExecutionRecord, Store
 from vigil.daemon.telemetry.phases import phase
 from vigil.protocol.api.temporary import (
     TEMPORARY_USAGE_SCHEMA,
