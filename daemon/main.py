@@ -113,12 +113,12 @@ async def serve(state: DaemonState, claim: rendezvous.Claim, ready_fd: int | Non
     if transcripts is not None:
         bus.observe(TranscriptObserver(transcripts, agent_logs, runtimes))
 
-    helpers = TemporaryHelpers(helper_dirs, store, runtimes, scopes, settings)
+    helpers = TemporaryHelpers(helper_dirs, store, runtimes, shells, scopes, settings)
     usage = UsageLog(state.state_dir / USAGE_FILE, settings)
     dispatcher = Dispatcher(scopes, usage, transcripts)
     daemon_info.install(dispatcher, state=state, ingest=runtimes.ingest, transcripts=transcripts)
-    scope.install(dispatcher, scopes=scopes, runtimes=runtimes, shells=shells,
-                  transcripts=transcripts, helpers=helpers)
+    scope.install(dispatcher, scopes=scopes, shells=shells, transcripts=transcripts,
+                  helpers=helpers)
     temporary_methods.install(dispatcher, helpers=helpers)
     transcript_methods.install(dispatcher, store=store, scopes=scopes, transcripts=transcripts,
                                settings=settings)

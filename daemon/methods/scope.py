@@ -11,7 +11,6 @@ from vigil.daemon.agent.herdr_config import herdr_status_hint
 from vigil.daemon.rpc.authority import Need, tools_of
 from vigil.daemon.rpc.dispatch import CallContext, Dispatcher
 from vigil.daemon.rpc.scopes import Scopes
-from vigil.daemon.runtime.manager import RuntimeManager
 from vigil.daemon.shell.manager import ShellManager
 from vigil.daemon.temporary.service import TemporaryHelpers
 from vigil.daemon.transcript.recorder import Recorder
@@ -25,15 +24,8 @@ from vigil.protocol.api.scope import (
 )
 
 
-def install(dispatcher: Dispatcher, *, scopes: Scopes, runtimes: RuntimeManager,
-            shells: ShellManager, transcripts: Recorder | None,
+def install(dispatcher: Dispatcher, *, scopes: Scopes, shells: ShellManager, transcripts: Recorder | None,
             helpers: TemporaryHelpers) -> None:
-    def caller_execution(pid: int) -> str | None:
-        """The execution the caller runs under (a shell's running command, if it runs in
-        a persistent shell), or None."""
-        eid = runtimes.execution_of_process(pid)
-        return eid and (shells.running_command(eid) or eid)
-
     @dispatcher.route("Initialize", authority=Need.UNSCOPED)
     async def initialize(ctx: CallContext, params: InitializeParams) -> InitializeResult:
         with phase("workspace_validation"):
@@ -43,7 +35,7 @@ def install(dispatcher: Dispatcher, *, scopes: Scopes, runtimes: RuntimeManager,
                 tools=params.tools, change_mode=params.type == "user_asked_mode_change",
                 principal=ctx.principal)
         if not resumed:
-            parent = caller_execution(ctx.peer.pid)
+            parent = shells.caller_execution(ctx.peer.pid)
             if parent is not None:
                 thread = scopes.update(thread, parent_run_id=parent)
             if transcripts is not None:

@@ -14,4 +14,4 @@ def install(dispatcher: Dispatcher, *, helpers: TemporaryHelpers) -> None:
         action = params.action
         if isinstance(action, ListTemporary):
             return await helpers.listing(ctx.thread)
-        return await helpers.release(ctx.thread, action.names, action.revision)
+        return await helpers.release(ctx.thread, action.names, action.revision, ctx.peer.pid)

@@ -364,6 +364,12 @@ class ShellManager:
                 return session.cmd_eid
         return None
 
+    def caller_execution(self, pid: int) -> str | None:
+        """The execution process `pid` runs under (a shell's running command, if it runs in
+        a persistent shell), or None: who is calling, when an agent under vigil calls it."""
+        eid = self.runtimes.execution_of_process(pid)
+        return eid and (self.running_command(eid) or eid)
+
     def _last_cmd(self, session: ShellSession) -> str | None:
         return session.last_cmd_eid
 

@@ -30,6 +30,7 @@ import re
 from dataclasses import dataclass
 
 from vigil.daemon.guardian.identity import parse_stat
+from vigil.daemon.runtime.manager import parent_pid
 
 PROC = "/proc"
 #: Fields after comm in /proc/PID/stat: ppid is field 4, session field 6.
@@ -95,6 +96,15 @@ def thread_processes(sessions: set[int], guardians: set[int]) -> set[int]:
     return found
 
 
+def ancestry(pid: int, depth: int = 64) -> set[int]:
+    """`pid` and its ancestors (up to `depth`, below init)."""
+    chain: set[int] = set()
+    while pid is not None and pid > 1 and pid not in chain and len(chain) < depth:
+        chain.add(pid)
+        pid = parent_pid(pid)
+    return chain
+
+
 def _names(text: str, candidate: Candidate) -> bool:
     """Whether one argv element or command word names `candidate`."""
     return (text == candidate.name or text.endswith("/" + candidate.name)
@@ -126,7 +136,7 @@ def _stat_key(path: str) -> tuple[int, int] | None:
 
 
 def _process_holds(pid: int, by_key: dict[tuple[int, int], Candidate],
-                   candidates: list[Candidate]) -> dict[str, Holder]:
+                   candidates: list[Candidate], caller: bool) -> dict[str, Holder]:
     base = f"{PROC}/{pid}"
     held: dict[str, Holder] = {}
 
@@ -169,7 +179,7 @@ def _process_holds(pid: int, by_key: dict[tuple[int, int], Candidate],
         hold(by_key.get(key) or by_path.get(path), "mapped")
     try:
         with open(f"{base}/cmdline", "rb") as f:
-            argv = f.read().decode("utf-8", "surrogateescape").split("\0")
+            argv = [] if caller else f.read().decode("utf-8", "surrogateescape").split("\0")
     except OSError:
         argv = []
     for c in candidates:
@@ -178,9 +188,11 @@ def _process_holds(pid: int, by_key: dict[tuple[int, int], Candidate],
     return held
 
 
-def holders(pids: set[int], commands: list[str],
-            candidates: list[Candidate]) -> dict[str, Holder]:
+def holders(pids: set[int], commands: list[str], candidates: list[Candidate],
+            callers: frozenset[int] | set[int] = frozenset()) -> dict[str, Holder]:
     """Which `candidates` the processes `pids` or the running `commands` use, by name.
+    The argv of `callers` (the process asking for the release and its ancestors) is not
+    read: asking to release a helper is not using it.
 
     Raises:
         Unresolved: one of the processes cannot be examined.
@@ -190,6 +202,6 @@ def holders(pids: set[int], commands: list[str],
     for pid in sorted(pids):
         if len(held) == len(candidates):
             break
-        for name, holder in _process_holds(pid, by_key, candidates).items():
+        for name, holder in _process_holds(pid, by_key, candidates, pid in callers).items():
             held.setdefault(name, holder)
     return held

@@ -41,6 +41,7 @@ import trio
 from vigil.daemon.rpc.scopes import Scopes, ThreadRecord
 from vigil.daemon.runtime.manager import RuntimeManager
 from vigil.daemon.settings import Settings
+from vigil.daemon.shell.manager import ShellManager
 from vigil.daemon.store import ExecutionRecord, Store
 from vigil.daemon.telemetry.phases import phase
 from vigil.protocol.api.temporary import (
@@ -101,6 +102,8 @@ class ThreadActivity:
     guardians: set[int] = field(default_factory=set)
     #: Running commands' text and argv.
     commands: list[str] = field(default_factory=list)
+    #: The calling process and its ancestors: their argv does not make a helper in use.
+    callers: set[int] = field(default_factory=set)
     #: Why ownership cannot be established, or None.
     unresolved: str | None = None
 
@@ -109,10 +112,12 @@ class TemporaryHelpers:
     """Every thread's managed directory: made at Initialize, listed and released here."""
 
     def __init__(self, directories: ManagedDirectories, store: Store,
-                 runtimes: RuntimeManager, scopes: Scopes, settings: Settings):
+                 runtimes: RuntimeManager, shells: ShellManager, scopes: Scopes,
+                 settings: Settings):
         self.directories = directories
         self._store = store
         self._runtimes = runtimes
+        self._shells = shells
         self._scopes = scopes
         self._settings = settings
         #: thread_id → names it released (oldest first), for idempotent retries.
@@ -191,14 +196,21 @@ class TemporaryHelpers:
 
     # --- release ----------------------------------------------------------------------------
 
-    async def release(self, thread: ThreadRecord, names: list[str],
-                      revision: str) -> TemporaryReleaseResult:
+    async def release(self, thread: ThreadRecord, names: list[str], revision: str,
+                      caller_pid: int) -> TemporaryReleaseResult:
+        """Release `names` for a call made by process `caller_pid` (the socket peer).
+
+        The caller is not a holder by naming what it asks to release: an agent running
+        `vigil tmp release h.py` in the thread's own shell names h.py in its argv and in
+        the shell command's text. Its own process chain and the command it runs under are
+        left out of the naming check (their open files and maps still count).
+        """
         limit = self._settings.temporary_release_names_max
         if not 1 <= len(names) <= limit:
             raise invalid_request(f"names must list 1 to {limit} helpers "
                                   "(temporary_release_names_max)", "params.action.names")
         running = await trio.to_thread.run_sync(self._running_records, thread.scope)
-        seen = self._activity(thread, running)
+        seen = self._activity(thread, running, caller_pid)
         with phase("temporary_file_audit"):
             return await trio.to_thread.run_sync(self._release, thread, names, revision, seen)
 
@@ -213,10 +225,12 @@ class TemporaryHelpers:
             if not listing.records or offset >= listing.total:
                 return running
 
-    def _activity(self, thread: ThreadRecord, running: list[ExecutionRecord]) -> ThreadActivity:
+    def _activity(self, thread: ThreadRecord, running: list[ExecutionRecord],
+                  caller_pid: int) -> ThreadActivity:
         """The thread's processes as the runtime manager knows them (trio side: `live` is
         its state). A running record without a live runtime leaves ownership unresolved."""
-        seen = ThreadActivity()
+        seen = ThreadActivity(callers=activity.ancestry(caller_pid))
+        calling = self._shells.caller_execution(caller_pid)
         live_ids = set()
         for live in list(self._runtimes.live.values()):
             runtime = live.record.runtime
@@ -232,7 +246,9 @@ class TemporaryHelpers:
             if record.runtime is None or record.runtime.runtime_id not in live_ids:
                 seen.unresolved = (f"running execution {record.execution_id} has no live "
                                    "runtime to examine")
-            if record.kind != "shell":  # the shell's own command line names no helper
+            # The shell's own command line names no helper; the caller's names what it
+            # asks to release.
+            if record.kind != "shell" and record.execution_id != calling:
                 seen.commands.append(record.command)
                 if record.argv:
                     seen.commands.append(" ".join(record.argv))
@@ -311,7 +327,7 @@ class TemporaryHelpers:
         else:
             try:
                 pids = activity.thread_processes(seen.sessions, seen.guardians)
-                return activity.holders(pids, seen.commands, candidates)
+                return activity.holders(pids, seen.commands, candidates, seen.callers)
             except activity.Unresolved as exc:
                 reason = "ownership_unresolved"
                 log.info("release refused: %s", exc)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import stat
+import sys
 from pathlib import Path
 
 import pytest
@@ -378,3 +379,15 @@ def test_mcp_temporary_tool(home, daemon, workspace):
                 "type": "release_temporary", "names": ["t.py"], "revision": listed["revision"]})
             assert code == "conflict"
     run(body)
+
+
+def test_releasing_from_the_threads_own_shell_is_not_a_use(home, daemon, session, cli_env):
+    """`vigil tmp release h.py` run in the CLI thread's own shell names h.py in its argv and
+    in the shell command's text: the caller asking is not a holder."""
+    d = temporary_dir(session)
+    (d / "h.py").write_text("h")
+    done = session.call("BashCommand", action={
+        "type": "command", "command": f"{sys.executable} -m vigil.client.cli tmp release h.py"},
+        wait_for_seconds=30)
+    assert (done["status"], done["exit_code"]) == ("completed", 0), done["output"]
+    assert "released  'h.py'" in done["output"] and not (d / "h.py").exists()

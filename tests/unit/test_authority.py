@@ -95,7 +95,7 @@ def routed_dispatcher() -> Dispatcher:
     """The daemon's routes, as main.py installs them (the services are never called here)."""
     d = Dispatcher(scopes=None)
     daemon_info.install(d, state=None, ingest=None)
-    scope.install(d, scopes=None, runtimes=None, shells=None, transcripts=None, helpers=None)
+    scope.install(d, scopes=None, shells=None, transcripts=None, helpers=None)
     temporary.install(d, helpers=None)
     transcript.install(d, store=None, scopes=None, transcripts=None, settings=None)
     execution.install(d, store=None, runtimes=None, service=None, outputs=None, settings=None)

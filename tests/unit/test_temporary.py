@@ -21,7 +21,7 @@ THREAD = ThreadRecord(thread_id="a" * 32, workspace_root="/w")
 @pytest.fixture
 def helpers(tmp_path):
     tmp_path.chmod(0o700)
-    return TemporaryHelpers(ManagedDirectories(tmp_path), None, None, None, Settings())
+    return TemporaryHelpers(ManagedDirectories(tmp_path), None, None, None, None, Settings())
 
 
 def directory(helpers: TemporaryHelpers):
@@ -64,7 +64,7 @@ def test_an_unreadable_process_of_the_thread_leaves_files_in_place(helpers, monk
     d = directory(helpers)
     (d / "h.py").write_text("h")
 
-    def unreadable(pids, commands, candidates):
+    def unreadable(pids, commands, candidates, callers):
         raise activity.Unresolved("/proc/1/fd: Permission denied")
 
     monkeypatch.setattr(activity, "holders", unreadable)
