@@ -1,9 +1,10 @@
 """Is a helper in use by the thread's processes? Read in /proc, before anything is released.
 
-The thread's processes are found from its live runtimes: every process in the session of
-a runtime's child (the guardian makes the child a session leader, so its pid is the
-session id), and every descendant of the runtime's guardian (a subreaper: daemonized
-grandchildren that left the session are reparented to it). For each of them a helper is
+The thread's processes are found from its live runtimes: every descendant of a runtime's
+guardian (a subreaper: its child, everything the child started, and daemonized grandchildren
+that left the child's session, which are reparented to it); on a kernel without children
+links, every process in the session of a runtime's child (the guardian makes the child a
+session leader, so its pid is the session id) as well. For each of them a helper is
 in use when it is
 
 - open (`/proc/PID/fd/*`, compared by device and inode through the magic links),
@@ -80,8 +81,49 @@ def _process_table() -> dict[int, tuple[int, int]]:
     return table
 
 
+def _children(pid: int) -> list[int] | None:
+    """The children of `pid` from /proc/PID/task/*/children ([] when it is gone), or None
+    when this kernel has no such files (CONFIG_PROC_CHILDREN off)."""
+    try:
+        tids = os.listdir(f"{PROC}/{pid}/task")
+    except FileNotFoundError:
+        return []
+    children: list[int] = []
+    for tid in tids:
+        try:
+            with open(f"{PROC}/{pid}/task/{tid}/children", "rb") as f:
+                children += [int(c) for c in f.read().split()]
+        except FileNotFoundError:
+            if os.path.isdir(f"{PROC}/{pid}/task/{tid}"):
+                return None  # the task is there, its children file is not
+    return children
+
+
 def thread_processes(sessions: set[int], guardians: set[int]) -> set[int]:
-    """Every process in one of `sessions`, and every descendant of one of `guardians`."""
+    """Every descendant of one of `guardians`, and every process in one of `sessions`.
+
+    The guardians are subreapers, so a runtime's processes — its child, what the child
+    started, and orphans that left the child's session — are all below its guardian: the
+    children links are followed from there (a few reads per process of the thread, not one
+    per process of the machine). Where the kernel has no children links, every process's
+    stat is read instead, and the sessions are matched too.
+    """
+    if not sessions and not guardians:
+        return set()
+    found: set[int] = set()
+    stack = list(guardians)
+    while stack:
+        children = _children(stack.pop())
+        if children is None:
+            return _scan_processes(sessions, guardians)
+        for child in children:
+            if child not in found:
+                found.add(child)
+                stack.append(child)
+    return found
+
+
+def _scan_processes(sessions: set[int], guardians: set[int]) -> set[int]:
     table = _process_table()
     found = {pid for pid, (_, sid) in table.items() if sid in sessions}
     children: dict[int, list[int]] = {}
