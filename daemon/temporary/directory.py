@@ -92,7 +92,7 @@ class Measurement:
     entries: list[Entry]
     #: Regular files' bytes in the whole tree; None when an entry could not be measured.
     total_bytes: int | None
-    #: Top-level entries; None when the listing could not be completed.
+    #: Top-level entries; None when one of them could not be measured.
     count: int | None
     newest_mtime_ns: int = 0
     problems: list[str] = field(default_factory=list)
@@ -118,14 +118,16 @@ def measure(dir_fd: int) -> Measurement:
     top = os.fstat(dir_fd)
     digest.update(f"{top.st_dev}:{top.st_ino}\0".encode())
     entries: list[Entry] = []
-    total: int | None = 0
-    complete = True
+    total = 0
+    #: Whether every entry was measured (the bytes), and every top-level one (the count).
+    complete = top_complete = True
     problems: list[str] = []
     newest = 0
 
     def onerror(exc: OSError) -> None:
-        nonlocal complete
+        nonlocal complete, top_complete
         complete = False
+        top_complete = top_complete and exc.filename not in (None, ".")
         problems.append(f"{exc.filename}: {exc.strerror}")
 
     for dirpath, dirnames, filenames, fd in os.fwalk(".", dir_fd=dir_fd, follow_symlinks=False,
@@ -136,13 +138,14 @@ def measure(dir_fd: int) -> Measurement:
                 st = os.lstat(name, dir_fd=fd)
             except OSError as exc:
                 complete = False
+                top_complete = top_complete and dirpath != "."
                 problems.append(f"{os.path.join(dirpath, name)}: {exc.strerror}")
                 continue
             rel = os.path.normpath(os.path.join(dirpath, name))
             digest.update(os.fsencode(rel) + b"\0" + (
                 f"{st.st_ino}:{st.st_mode}:{st.st_size}:{st.st_mtime_ns}:{st.st_ctime_ns}\0"
             ).encode())
-            if stat.S_ISREG(st.st_mode) and total is not None:
+            if stat.S_ISREG(st.st_mode):
                 total += st.st_size
             if dirpath == ".":
                 newest = max(newest, st.st_mtime_ns)
@@ -151,7 +154,7 @@ def measure(dir_fd: int) -> Measurement:
     entries.sort(key=lambda e: e.name)
     return Measurement(revision=digest.hexdigest(), entries=entries,
                        total_bytes=total if complete else None,
-                       count=len(entries) if complete else None, newest_mtime_ns=newest,
+                       count=len(entries) if top_complete else None, newest_mtime_ns=newest,
                        problems=problems)
 
 

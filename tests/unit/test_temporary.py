@@ -101,3 +101,32 @@ def test_names_are_matched_as_words_of_running_commands():
     assert named(["python3 h.py"], [c]) and named(["cat ./h.py|wc"], [c])
     assert named(['python3 "$VIGIL_TEMPORARY_DIR/h.py"'], [c]) and named(["x=/s/t/h.py"], [c])
     assert not named(["python3 h.pyc"], [c]) and not named(["echo gh.py"], [c])
+
+
+def test_an_entry_that_vanishes_while_measured_is_never_counted_as_zero(tmp_path, monkeypatch):
+    import os
+
+    (tmp_path / "top.txt").write_text("12345")
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "deep.bin").write_text("x")
+    real = os.lstat
+
+    def vanishing(name, *, dir_fd=None, **kw):
+        if name == vanishes:
+            raise FileNotFoundError(2, "No such file or directory", name)
+        return real(name, dir_fd=dir_fd, **kw)
+
+    monkeypatch.setattr(os, "lstat", vanishing)
+    fd = os.open(tmp_path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        vanishes = "deep.bin"  # below the top: the count is known, the bytes are not
+        m = measure(fd)
+        assert (m.count, m.total_bytes) == (2, None)
+        vanishes = "top.txt"  # a helper itself: neither is known
+        m = measure(fd)
+        assert (m.count, m.total_bytes) == (None, None)
+        vanishes = None
+        m = measure(fd)
+        assert (m.count, m.total_bytes) == (2, 6)
+    finally:
+        os.close(fd)
