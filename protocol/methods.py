@@ -97,16 +97,19 @@ def _scope(scope) -> None:
              "Open or resume a thread scoped to a canonical workspace.")
 
 
-def _execution(execution) -> None:
-    def action(params: execution.ExecutionParams) -> str:
-        return type(params.action).__struct_config__.tag
+def _action_tag(params: Any) -> str:
+    """The tag of `params.action` (the `type` of a tagged action Struct): the key of
+    `results` for methods whose actions are tagged Structs."""
+    return type(params.action).__struct_config__.tag
 
+
+def _execution(execution) -> None:
     register("run", execution.RunParams, execution.RunResult,
              "Start a standalone execution under its own PTY guardian (with `follow`: and "
              "stream its output).")
     register("Execution", execution.ExecutionParams, None,
              "Read execution history: list, get, read, observe, wait, explain.",
-             results=execution.RESULTS, select=action)
+             results=execution.RESULTS, select=_action_tag)
     register("follow", execution.FollowParams, execution.FollowResult,
              "Stream an execution's output from an offset, live, until it ended: gaps explicit.")
     register("signal", execution.SignalParams, execution.SignalResult,
@@ -129,13 +132,10 @@ def _terminal(terminal) -> None:
 
 
 def _shell(shell) -> None:
-    def action(params: shell.BashCommandParams) -> str:
-        return type(params.action).__struct_config__.tag
-
     register("BashCommand", shell.BashCommandParams, None,
              "Run a command in the thread's persistent shell (or as a Task), check it, send it "
              "input, show its screen, inspect it, wait for its turn, or prompt it.",
-             results=shell.RESULTS, select=action)
+             results=shell.RESULTS, select=_action_tag)
 
 
 def _agent(agent) -> None:
@@ -155,13 +155,10 @@ def _transcript(transcript) -> None:
 
 
 def _temporary(temporary) -> None:
-    def action(params: temporary.TemporaryParams) -> str:
-        return type(params.action).__struct_config__.tag
-
     register("Temporary", temporary.TemporaryParams, None,
              "List the thread's managed temporary helpers (revision, budget) or release "
              "named ones that nothing of the thread uses.",
-             results=temporary.RESULTS, select=action)
+             results=temporary.RESULTS, select=_action_tag)
 
 
 #: Each family's registrations, by its module name under `vigil.protocol.api`.

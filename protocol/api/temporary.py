@@ -25,6 +25,10 @@ from .scope import Scoped
 TEMPORARY_USAGE_SCHEMA = 1
 
 ReleaseStatus = Literal["released", "in_use", "not_found", "refused"]
+#: Why a name got its status (in_use, refused, and a repeated release).
+ReleaseReason = Literal["open", "mapped", "cwd", "executable", "named_by_command", "symlink",
+                        "not_a_file", "bad_name", "ownership_unresolved",
+                        "unsupported_platform", "changed", "already_released"]
 
 
 class ListTemporary(msgspec.Struct, tag_field="type", tag="list", kw_only=True):
@@ -108,11 +112,8 @@ class ReleaseItem(msgspec.Struct, kw_only=True, omit_defaults=True):
 
     name: str
     status: ReleaseStatus
-    #: Why (for in_use, refused and a repeated release), one of a finite set: `open`,
-    #: `mapped`, `cwd`, `executable`, `named_by_command`, `symlink`, `not_a_file`,
-    #: `bad_name`, `ownership_unresolved`, `unsupported_platform`, `changed`,
-    #: `already_released`.
-    reason: str | None = None
+    #: Why (for in_use, refused and a repeated release).
+    reason: ReleaseReason | None = None
     #: For in_use: the process that holds it (its pid, as seen in /proc).
     pid: int | None = None
 
