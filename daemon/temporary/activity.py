@@ -15,8 +15,8 @@ in use when it is
   ends in `/name`, or holds its path; or the same in a running command's text — a script
   that Python read and closed is still "named" by `python3 helper.py`).
 
-Whatever cannot be read for one of the thread's processes (a permission error, an
-unexpected failure) makes ownership unresolved: the caller then releases nothing. A
+What /proc refuses to show for one of the thread's processes (a permission error: a setuid
+program, another uid) makes ownership unresolved: the caller then releases nothing. A
 process that ends while it is examined is simply no longer a holder.
 
 The check and the unlink are not atomic (no file system offers that): a process may open
