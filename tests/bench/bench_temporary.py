@@ -4,8 +4,8 @@
   to `ping` on the same connection: the whole call against the RPC floor;
 - `Temporary list` of a directory of 100 helpers next to listing and lstat-ing the same
   directory in this process (`os.scandir` + `lstat`: the floor of any listing);
-- `Temporary release_temporary` of one helper, with no execution running and with 8
-  running executions of the thread whose processes /proc is read for, next to `list`
+- `Temporary release_temporary` of one helper, with no execution running and with 8 (2
+  with --quick) running executions of the thread whose processes /proc is read for, next to `list`
   (the release measures the directory twice and then checks activity).
 
 Run: python -m tests.bench.bench_temporary [--quick]
@@ -51,7 +51,8 @@ def main(argv=None) -> Table:
     parser = argparse.ArgumentParser()
     parser.add_argument("--quick", action="store_true")
     args = parser.parse_args(argv)
-    calls = 20 if args.quick else 300
+    calls = 5 if args.quick else 300
+    running = 2 if args.quick else 8
     table = Table("temporary (managed helpers)")
     with bench_home() as home:
         ws = home.root / "ws"
@@ -80,10 +81,10 @@ def main(argv=None) -> Table:
             t_release = release_p50(s, d, calls)
             table.add("release 1 helper, 0 running, p50", f"{t_release:.0f} µs", "list",
                       f"{t_list:.0f} µs", f"{t_release / t_list:.1f}×")
-            for _ in range(8):
+            for _ in range(running):
                 s.run(argv=["sleep", "600"])
             t_busy = release_p50(s, d, calls)
-            table.add("release 1 helper, 8 running, p50", f"{t_busy:.0f} µs", "list",
+            table.add(f"release 1 helper, {running} running, p50", f"{t_busy:.0f} µs", "list",
                       f"{t_list:.0f} µs", f"{t_busy / t_list:.1f}×")
         finally:
             s.close()
