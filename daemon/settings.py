@@ -228,6 +228,13 @@ class Settings(WireLimits, kw_only=True, forbid_unknown_fields=True, frozen=True
         "timestamps are then compared exactly) (ours: 2 s)"
     ) = 2.0
 
+    # --- managed temporary helpers (seeds/000; budgets are reported, never enforced) ----------
+    temporary_budget_files: _r(0, 1 << 30, "helpers a thread's managed directory may hold before `temporary_over_budget` (ours: 256)") = 256
+    temporary_budget_bytes: _r(0, 1 << 50, "bytes of helpers a thread's managed directory may hold before `temporary_over_budget` (ours: 64 MiB)") = 64 * MiB
+    temporary_old_seconds: _f(0, 10 * 365 * 86400, "maintenance reports a helper not modified for this long as old, and deletes nothing (ours: 24 h, the spec's record retention)") = 86400.0
+    temporary_siblings_reported_max: _r(0, 65536, "other managed directories of the principal that one list reports (ours: 32)") = 32
+    temporary_released_remembered: _r(0, 1 << 20, "names a thread released that a retry answers `released` again, per thread, in memory (ours: 1024)") = 1024
+
 
 def config_path() -> Path:
     explicit = os.environ.get("VIGIL_CONFIG")

@@ -176,6 +176,13 @@ def test_every_answer_validates_against_the_schema(recorder, home, workspace):
     assert page["events"] and page["events"][0]["type"] == "run.started"
     transcript_one(r, home, workspace, done)
 
+    # Temporary: a listing with a helper, and a release of it.
+    listed = r.call("Temporary", "list", action={"type": "list"})
+    (Path(listed["directory"]) / "h.py").write_text("h")
+    listed = r.call("Temporary", "list", action={"type": "list"})
+    r.call("Temporary", "release_temporary", action={
+        "type": "release_temporary", "names": ["h.py", "gone"], "revision": listed["revision"]})
+
     assert expected_answers() - r.seen == set()
 
 
