@@ -88,6 +88,9 @@ def execution_view(rec: ExecutionRecord, *, command_bytes: int, pending: bool) -
         recognized_state=rec.recognized_state,
         command_truncated=command_cut,
         argv_truncated=argv_cut,
+        paused=rec.paused,
+        cancelled=rec.cancelled,
+        rerun_of=rec.rerun_of,
     )
 
 

@@ -229,7 +229,10 @@ class ShellManager:
 
     # --- actions ------------------------------------------------------------------------------
 
-    async def command(self, thread: ThreadRecord, text: str) -> ShellSession:
+    async def command(self, thread: ThreadRecord, text: str, rerun_of: str | None = None
+                      ) -> ShellSession:
+        """Run `text` in the thread's shell as its next generation (`rerun_of`: the
+        iteration it reruns, recorded on the new command's record)."""
         session = await self.session(thread)
         if session.cmd_eid is not None:
             raise VigilError(
@@ -252,7 +255,7 @@ class ShellManager:
             workspace_root=thread.workspace_root, command=text, argv=None, cwd=session.cwd,
             kind="shell_command", status="running", started_unix_ms=self.store.clock(),
             runtime=self.runtimes.live[session.shell_eid].record.runtime, generation=generation,
-            rows=shell.rows, cols=shell.cols)
+            rows=shell.rows, cols=shell.cols, rerun_of=rerun_of)
         record = await trio.to_thread.run_sync(self.store.create_execution, record)
         self.runtimes.bus.publish(LifecycleEvent(kind="started", scope=record.scope,
                                                  execution_id=eid,
