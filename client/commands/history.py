@@ -125,7 +125,7 @@ def cmd_show(args: argparse.Namespace) -> int:
                 lines += [f"  {k}={v}" for k, v in sorted(d.env.items())]
         return "\n".join(line for line in lines if line)
 
-    output.emit(data if args.env or data.reruns else data.execution, args.json,
+    output.emit(data if args.env else data.execution, args.json,
                 lambda _: human(data))
     return output.OK
 

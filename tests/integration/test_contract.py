@@ -120,10 +120,16 @@ def test_every_answer_validates_against_the_schema(recorder, home, workspace):
     r.call("screen", execution_id=cat, ansi=True)
     r.call("input", execution_id=cat, text="hello", keys=["Enter"])
     r.call("resize", execution_id=cat, rows=30, cols=90)
+    r.call("pause", execution_id=cat)
+    r.call("resume", execution_id=cat)
+    again = r.call("rerun", execution_id=cat)["execution"]["execution_id"]
+    r.call("cancel", execution_id=again)
+    r.execution({"type": "events", "execution_id": cat})
     r.call("signal", execution_id=cat, signal="TERM")
 
     # The persistent shell, every action (the prompt one goes to the fake agent below).
-    r.call("BashCommand", "command", action={"type": "command", "command": "echo hi"})
+    hi = r.call("BashCommand", "command", action={"type": "command", "command": "echo hi"})
+    r.execution({"type": "iterations", "execution_id": hi["execution_id"]})
     r.call("BashCommand", "command", action={"type": "command", "command": "exit 4"},
            wait_policy="adaptive")
     r.call("BashCommand", "command", action={"type": "command", "command": "sleep 30"},
