@@ -180,9 +180,9 @@ def install(dispatcher: Dispatcher, *, store: Store, runtimes: RuntimeManager,
                              "of its iterations (`Execution iterations`)",
                              {"execution_id": eid, "kind": old.kind})
         if old.kind == "shell_command":
-            session = await shells.command(ctx.thread, old.command, rerun_of=eid)
+            _session, new_eid = await shells.command(ctx.thread, old.command, rerun_of=eid)
             await runtimes.ingest.flush()
-            record = await scoped_record(store, ctx, session.cmd_eid)
+            record = await scoped_record(store, ctx, new_eid)
         else:
             if old.env is None or not old.argv:
                 raise VigilError(ErrorCode.CONFLICT, "this execution cannot be rerun: its "

@@ -120,7 +120,7 @@ def install(dispatcher: Dispatcher, *, shells: ShellManager, runtimes: RuntimeMa
                                       "params.generation")
             if wait.policy != "synchronous":
                 return await task(ctx, action.command, wait)
-            session = await shells.command(thread, action.command)
+            session, _eid = await shells.command(thread, action.command)
             await shells.wait(session, wait.seconds)
             return await answer(session)
         if isinstance(action, StatusCheckAction):

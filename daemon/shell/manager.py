@@ -230,9 +230,9 @@ class ShellManager:
     # --- actions ------------------------------------------------------------------------------
 
     async def command(self, thread: ThreadRecord, text: str, rerun_of: str | None = None
-                      ) -> ShellSession:
-        """Run `text` in the thread's shell as its next generation (`rerun_of`: the
-        iteration it reruns, recorded on the new command's record)."""
+                      ) -> tuple[ShellSession, str]:
+        """Run `text` in the thread's shell as its next generation: (the session, the new
+        command's execution id). `rerun_of`: the iteration it reruns, kept on its record."""
         session = await self.session(thread)
         if session.cmd_eid is not None:
             raise VigilError(
@@ -282,7 +282,7 @@ class ShellManager:
                     f.write(f"rm -f -- '{path}'\n{line}\n")
             line = f". '{path}'"
         await self.runtimes.send_input(session.shell_eid, line.encode() + b"\r")
-        return session
+        return session, eid
 
     async def send(self, thread: ThreadRecord, data: bytes, generation: int | None) -> ShellSession:
         session = await self.session(thread)
