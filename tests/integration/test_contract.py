@@ -167,6 +167,12 @@ def test_every_answer_validates_against_the_schema(recorder, home, workspace):
     r.call("BashCommand", "prompt", action={"type": "prompt", "text": "again",
                                             "execution_id": agent, "recognizer": "claude",
                                             "timeout_seconds": 1})
+    wait_for(lambda: s.get(agent)["recognized_state"] == "awaiting_input", timeout=20,
+             what="the fake agent's prompt box once more")
+    s.call("Agent", action="prompt", target=agent, prompt_id="p2", text="approve this",
+           recognizer="claude", timeout_seconds=20)
+    r.agent("native/approve", action="approve", target=agent, approval_id="a1",
+            recognizer="claude", timeout_seconds=1)
 
     # Agent, Herdr (the fake herdr of tests/fixtures).
     for action, extra in (("list", {}), ("get", {}), ("read", {"lines": 5}), ("explain", {}),
