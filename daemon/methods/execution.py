@@ -171,35 +171,45 @@ def install(dispatcher: Dispatcher, *, store: Store, runtimes: RuntimeManager,
 
     @dispatcher.route("rerun", authority=Need.RUN)
     async def rerun(ctx: CallContext, params: RerunParams) -> RerunResult:
-        """A standalone run again with its argv, cwd, environment and size; a shell's
-        command again in the thread's shell, as its next generation."""
-        old = await scoped_record(store, ctx, params.execution_id)
-        eid = old.execution_id
-        if old.kind == "shell":
-            raise VigilError(ErrorCode.CONFLICT, "a persistent shell is not rerun: rerun one "
-                             "of its iterations (`Execution iterations`)",
-                             {"execution_id": eid, "kind": old.kind})
-        if old.kind == "shell_command":
-            _session, new_eid = await shells.command(ctx.thread, old.command, rerun_of=eid)
-            await runtimes.ingest.flush()
-            record = await scoped_record(store, ctx, new_eid)
-        else:
-            if old.env is None or not old.argv:
-                raise VigilError(ErrorCode.CONFLICT, "this execution cannot be rerun: its "
-                                 "environment was not kept (a record from before vigil kept it)",
-                                 {"execution_id": eid})
-            if not os.path.isdir(old.cwd):
-                raise VigilError(ErrorCode.CONFLICT, f"cannot rerun: its working directory "
-                                 f"{old.cwd!r} no longer exists", {"execution_id": eid})
-            thread = ctx.thread
-            record = await runtimes.start(
-                scope=thread.scope, thread_id=thread.thread_id,
-                workspace_root=thread.workspace_root, argv=list(old.argv), command=old.command,
-                cwd=old.cwd, env=dict(old.env), rows=old.rows, cols=old.cols,
-                name=old.name or "", keep_env=True, rerun_of=eid)
-        runtimes.events.add(eid, "info", "rerun", f"rerun as {record.execution_id}",
-                            rerun=record.execution_id)
-        return RerunResult(execution=view(record), rerun_of=eid)
+        return await rerun_execution(ctx, params.execution_id, store=store, runtimes=runtimes,
+                                     shells=shells, settings=settings)
+
+
+async def rerun_execution(ctx: CallContext, execution_id: str, *, store: Store,
+                          runtimes: RuntimeManager, shells: ShellManager, settings: Settings,
+                          field: str = "params.execution_id") -> RerunResult:
+    """A standalone run again with its argv, cwd, environment and size; a shell's command
+    again in the thread's shell, as its next generation (the `rerun` method and BashCommand's
+    `rerun` action). The old record is not touched: the link is the new one's `rerun_of`."""
+    old = await scoped_record(store, ctx, execution_id, field)
+    eid = old.execution_id
+    if old.kind == "shell":
+        raise VigilError(ErrorCode.CONFLICT, "a persistent shell is not rerun: rerun one "
+                         "of its iterations (`Execution iterations`)",
+                         {"execution_id": eid, "kind": old.kind})
+    if old.kind == "shell_command":
+        _session, new_eid = await shells.command(ctx.thread, old.command, rerun_of=eid)
+        await runtimes.ingest.flush()
+        record = await scoped_record(store, ctx, new_eid)
+    else:
+        if old.env is None or not old.argv:
+            raise VigilError(ErrorCode.CONFLICT, "this execution cannot be rerun: its "
+                             "environment was not kept (a record from before vigil kept it)",
+                             {"execution_id": eid})
+        if not os.path.isdir(old.cwd):
+            raise VigilError(ErrorCode.CONFLICT, f"cannot rerun: its working directory "
+                             f"{old.cwd!r} no longer exists", {"execution_id": eid})
+        thread = ctx.thread
+        record = await runtimes.start(
+            scope=thread.scope, thread_id=thread.thread_id,
+            workspace_root=thread.workspace_root, argv=list(old.argv), command=old.command,
+            cwd=old.cwd, env=dict(old.env), rows=old.rows, cols=old.cols,
+            name=old.name or "", keep_env=True, rerun_of=eid)
+    runtimes.events.add(eid, "info", "rerun", f"rerun as {record.execution_id}",
+                        rerun=record.execution_id)
+    view = execution_view(record, command_bytes=settings.view_get_command_bytes,
+                          pending=runtimes.output_pending(record))
+    return RerunResult(execution=view, rerun_of=eid)
 
 
 async def dispatch_action(service: ExecutionService, ctx: CallContext, action

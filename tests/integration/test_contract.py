@@ -130,6 +130,7 @@ def test_every_answer_validates_against_the_schema(recorder, home, workspace):
     # The persistent shell, every action (the prompt one goes to the fake agent below).
     hi = r.call("BashCommand", "command", action={"type": "command", "command": "echo hi"})
     r.execution({"type": "iterations", "execution_id": hi["execution_id"]})
+    r.call("BashCommand", "rerun", action={"type": "rerun", "execution_id": hi["execution_id"]})
     r.call("BashCommand", "command", action={"type": "command", "command": "exit 4"},
            wait_policy="adaptive")
     r.call("BashCommand", "command", action={"type": "command", "command": "sleep 30"},

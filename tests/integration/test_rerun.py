@@ -82,6 +82,19 @@ def test_iterations_of_the_persistent_shell_and_rerunning_one(session, home, cli
     status = session.call("BashCommand", action={"type": "status_check"})
     assert "one-1" in status["output"]
 
+    # The same through BashCommand (what an MCP client has): the fourth generation.
+    by_tool = session.call("BashCommand", action={"type": "rerun",
+                                                  "execution_id": second["execution_id"]})
+    assert (by_tool["rerun_of"], by_tool["execution"]["generation"],
+            by_tool["execution"]["command"]) == (second["execution_id"], 4, "sh -c 'exit 4'")
+    err = remote_error(session.call, "BashCommand", action={"type": "rerun",
+                                                            "execution_id": "nope"})
+    assert (err.code, err.data["field"]) == ("invalid_request", "params.action.execution_id")
+    err = remote_error(session.call, "BashCommand", wait_for_seconds=1,
+                       action={"type": "rerun", "execution_id": second["execution_id"]})
+    assert (err.code, err.message) == ("invalid_request", "rerun answers once started, with "
+                                       "no inline wait: wait_for_seconds does not apply")
+
 
 def test_bad_reruns_are_refused(session):
     ran = session.call("BashCommand", action={"type": "command", "command": "true"})
