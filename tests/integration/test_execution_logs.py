@@ -132,3 +132,27 @@ def test_list_by_state_active_and_history(session, home, cli_env):
     assert [line.split()[:3] for line in out.stdout.splitlines()[1:]] == \
         [[done[:12], "exited", "0"]]
     session.call("cancel", execution_id=live)
+
+
+def test_recovery_after_a_daemon_restart_is_in_the_log(home, workspace):
+    first = home.start_daemon()
+    s = Session(home, workspace)
+    try:
+        eid = s.run(command="echo up; exec sleep 100")["execution_id"]
+        s.read_until(eid, lambda p: p["text"] == "up\r\n")
+        events(s, eid)  # a read writes what is queued: the kill below loses none of it
+    finally:
+        s.close()
+    first.kill()
+    home.start_daemon()
+    s = Session(home, workspace)
+    try:
+        log = events(s, eid)["events"]
+        kinds = [e["kind"] for e in log if e["kind"] != "state"]
+        assert kinds == ["started", "guardian_connected", "recovery", "guardian_connected"]
+        recovery = next(e for e in log if e["kind"] == "recovery")
+        assert (recovery["level"], recovery["message"]) == \
+            ("info", "recovery after a daemon restart: re-attaching to the guardian")
+        s.call("cancel", execution_id=eid)
+    finally:
+        s.close()
