@@ -116,27 +116,18 @@ def _verdict(watch: _Watch, delivery: str) -> tuple[str, str, str]:
     return activity, reason, condition
 
 
-class _LeftApproval:
+class _LeftApproval(_Watch):
     """Watches detections after approve keys: the first state other than
-    `awaiting_approval` (or `exited`) is where the program went."""
+    `awaiting_approval` (or `unknown`) is where the program went: the `condition`."""
 
     def __init__(self, live, registry: Registry, recognizer: str):
-        self.live = live
-        self.registry = registry
-        self.recognizer = recognizer
-        self.state: str | None = None
-        self.changed = trio.Event()
+        super().__init__([], False, live.record.generation, live, registry, recognizer)
 
     def on_detection(self, detection, reported: str | None, inp=None) -> None:
         if self.recognizer != "auto" and inp is not None:
             detection = self.registry.detect(self.recognizer, inp)
         if detection.state not in ("awaiting_approval", "unknown"):
-            self.decide(detection.state)
-
-    def decide(self, state: str) -> None:
-        if self.state is None:
-            self.state = state
-            self.changed.set()
+            self._decide(detection.state)
 
 
 class PromptService:
@@ -386,24 +377,17 @@ class PromptService:
                 refused = exc.code not in (ErrorCode.TIMEOUT, ErrorCode.BUSY)
                 delivery, why = ("refused" if refused else "uncertain"), exc.message
             if delivery == "delivered":
-                with phase("wait_sleep"), trio.move_on_after(timeout):
-                    async with trio.open_nursery() as nursery:
-                        async def ended():
-                            await live.done.wait()
-                            left.decide("exited")
-                        nursery.start_soon(ended)
-                        await left.changed.wait()
-                        nursery.cancel_scope.cancel()
+                await self._wait(left, live, timeout)
         finally:
             if live.recognition is not None and left.on_detection in live.recognition.listeners:
                 live.recognition.listeners.remove(left.on_detection)
-        confirmed = left.state is not None
+        confirmed = left.condition is not None
         receipt = msgspec.structs.replace(
             receipt, delivery=delivery, delivery_reason=why,
             activity="confirmed" if confirmed else "unconfirmed",
             activity_reason="the approval prompt went away after the keys" if confirmed
             else "the program still asks for approval",
-            condition=left.state or ("timed_out" if delivery == "delivered" else "pending"),
+            condition=left.condition or ("timed_out" if delivery == "delivered" else "pending"),
             updated_at_unix_ms=self.store.clock())
         await self._save(receipt)
         self.runtimes.events.add(eid, "info" if delivery == "delivered" else "warn", "approve",

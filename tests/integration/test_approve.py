@@ -3,25 +3,13 @@ execution recognized as awaiting approval, the manifest's approve keys are press
 `approval_id`, with a receipt; a repeat is answered from the receipt and sends nothing;
 approving an execution that is not asking is refused before any byte is sent."""
 
-import pytest
-
-from tests.integration.test_agent_prompt import Agent
+from tests.integration.test_agent_prompt import agent  # noqa: F401  (fixture)
 from tests.support.daemon import wait_for
 from tests.support.executions import (  # noqa: F401  (fixtures)
-    Session,
     cli_env,
     remote_error,
     workspace,
 )
-
-
-@pytest.fixture
-def agent(home, daemon, workspace):
-    s = Session(home, workspace)
-    try:
-        yield Agent(s, home.root)
-    finally:
-        s.close()
 
 
 def approve(agent, approval_id: str, **params) -> dict:
