@@ -27,7 +27,7 @@ import trio
 
 from vigil.daemon.recognize import RecognitionInput, Registry
 from vigil.daemon.recognize.live import recognition_input
-from vigil.daemon.rpc.views import compact_view, execution_view, recovery_of
+from vigil.daemon.rpc.views import bounded_command, compact_view, execution_view, recovery_of
 from vigil.daemon.runtime.lifecycle import LifecycleBus
 from vigil.daemon.runtime.manager import RuntimeManager
 from vigil.daemon.settings import Settings
@@ -297,10 +297,15 @@ class ExecutionService:
                           key=lambda r: (r.generation, r.started_unix_ms))
         return ExecutionResult(data=IterationsData(
             shell_execution_id=shell.execution_id if shell else rec.execution_id,
-            iterations=[Iteration(execution_id=r.execution_id, generation=r.generation,
-                                  command=r.command, status=r.status, exit_code=r.exit_code,
-                                  started_unix_ms=r.started_unix_ms, rerun_of=r.rerun_of)
-                        for r in commands]))
+            iterations=[self._iteration(r) for r in commands]))
+
+    def _iteration(self, rec: ExecutionRecord) -> Iteration:
+        command, _, cut, _ = bounded_command(rec.command, None,
+                                             self.settings.view_list_command_bytes)
+        return Iteration(execution_id=rec.execution_id, generation=rec.generation,
+                         command=command, command_truncated=cut, status=rec.status,
+                         exit_code=rec.exit_code, started_unix_ms=rec.started_unix_ms,
+                         rerun_of=rec.rerun_of)
 
     # --- read -----------------------------------------------------------------------------------
 

@@ -455,7 +455,7 @@ class ExecutionEvent(msgspec.Struct, kw_only=True):
     level: EventLevel
     kind: str
     message: str
-    data: dict[str, str | int | bool | None] = {}
+    data: dict[str, str | int | float | bool | None] = {}
 
 
 class EventsData(msgspec.Struct, kw_only=True):
@@ -482,6 +482,8 @@ class Iteration(msgspec.Struct, kw_only=True):
     exit_code: int | None
     started_unix_ms: int
     rerun_of: str | None = None
+    #: `command` is cut to the listing budget (as `list` cuts it).
+    command_truncated: bool = False
 
 
 class IterationsData(msgspec.Struct, kw_only=True):

@@ -157,3 +157,15 @@ def test_commands_of_a_persistent_shell_are_not_controlled_directly(session):
     assert (err.code, err.message) == (
         "conflict", "cannot pause a command of a persistent shell: it shares the shell's "
                     "process group (BashCommand's Ctrl-C stops it)")
+
+
+def test_vigil_events_shows_a_cancelled_execution(session, home, cli_env):
+    """The CLI decodes the log typed: a cancel entry's data (the grace, in seconds) too."""
+    eid = session.run(command="echo up; exec sleep 100")["execution_id"]
+    session.read_until(eid, lambda p: p["text"] == "up\r\n")
+    session.call("cancel", execution_id=eid)
+    out = home.cli("events", eid, env=cli_env)
+    assert out.returncode == 0, out.stderr
+    messages = [line.split(None, 3)[3] for line in out.stdout.splitlines()]
+    assert "cancel: SIGTERM to the process group, SIGKILL after 5 s" in messages
+    assert messages[-1] == "ended by signal 15 (cancelled)"
