@@ -214,6 +214,8 @@ def describe(ex) -> str:
         return fmt_status(ex)
     if ex.status == "unknown":
         return "unknown"
+    if ex.paused:
+        return "paused"
     return ex.recognized_state or "running"
 
 

@@ -144,6 +144,8 @@ class CompactExecution(msgspec.Struct, kw_only=True):
     observed_at_unix_ms: int
     output_pending: bool
     output_total_bytes: int
+    paused: bool = False
+    cancelled: bool = False
 
 
 class RunResult(msgspec.Struct, kw_only=True):

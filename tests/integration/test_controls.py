@@ -59,6 +59,10 @@ def test_pause_stops_output_and_resume_continues_it_byte_for_byte(session, home,
     assert [line.split()[1] for line in listed.stdout.splitlines()[1:]] == ["paused"]
     shown = home.cli("show", eid, env=cli_env)
     assert "status    paused" in shown.stdout.splitlines()
+    observed = session.execution({"type": "observe", "items": [{"execution_id": eid}]})
+    assert observed["data"]["items"][0]["execution"]["paused"] is True
+    listed = session.execution({"type": "list", "state": "active"})["data"]["executions"]
+    assert [(e["execution_id"], e["paused"]) for e in listed] == [(eid, True)]
 
     err = remote_error(session.call, "pause", execution_id=eid)
     assert (err.code, err.message) == ("conflict", "the execution is already paused")
