@@ -147,8 +147,7 @@ def install(dispatcher: Dispatcher, *, store: Store, runtimes: RuntimeManager,
         return ResolveResult(execution_id=matches[0])
 
     def view(record) -> ExecutionView:
-        return execution_view(record, command_bytes=settings.view_get_command_bytes,
-                              pending=runtimes.output_pending(record))
+        return record_view(record, runtimes, settings)
 
     @dispatcher.route("pause", authority=Need.RUN)
     async def pause(ctx: CallContext, params: ControlParams) -> ControlResult:
@@ -173,6 +172,12 @@ def install(dispatcher: Dispatcher, *, store: Store, runtimes: RuntimeManager,
     async def rerun(ctx: CallContext, params: RerunParams) -> RerunResult:
         return await rerun_execution(ctx, params.execution_id, store=store, runtimes=runtimes,
                                      shells=shells, settings=settings)
+
+
+def record_view(record, runtimes: RuntimeManager, settings: Settings) -> ExecutionView:
+    """The view `get` shows of `record` (an answer about one execution)."""
+    return execution_view(record, command_bytes=settings.view_get_command_bytes,
+                          pending=runtimes.output_pending(record))
 
 
 async def rerun_execution(ctx: CallContext, execution_id: str, *, store: Store,
@@ -207,9 +212,7 @@ async def rerun_execution(ctx: CallContext, execution_id: str, *, store: Store,
             name=old.name or "", keep_env=True, rerun_of=eid)
     runtimes.events.add(eid, "info", "rerun", f"rerun as {record.execution_id}",
                         rerun=record.execution_id)
-    view = execution_view(record, command_bytes=settings.view_get_command_bytes,
-                          pending=runtimes.output_pending(record))
-    return RerunResult(execution=view, rerun_of=eid)
+    return RerunResult(execution=record_view(record, runtimes, settings), rerun_of=eid)
 
 
 async def dispatch_action(service: ExecutionService, ctx: CallContext, action
