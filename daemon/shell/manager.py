@@ -317,7 +317,8 @@ class ShellManager:
         record = await self.runtimes.start(
             scope=thread.scope, thread_id=thread.thread_id, workspace_root=thread.workspace_root,
             argv=["bash", "-c", text], command=text, cwd=session.cwd,
-            env=self.runtimes.child_environment({}), rows=None, cols=None, name="task")
+            env=self.runtimes.child_environment({}), rows=None, cols=None, name="task",
+            keep_env=True)  # kept (private) so that `rerun` starts it with the same one
         return session, record
 
     async def wait_task(self, execution_id: str, seconds: float) -> bool:
