@@ -27,7 +27,7 @@ GROUPS = {
     "watch": ("ls", "show", "logs", "events", "screen", "wait", "explain"),
     "interact": ("attach", "send", "keys", "kill", "prompt"),
     "control": ("pause", "resume", "cancel", "rerun", "approve"),
-    "agents and records": ("mcp", "token", "transcript", "report"),
+    "agents and records": ("mcp", "token", "transcript", "report", "export", "tmp"),
     "the daemon and tools": ("status", "daemon", "service", "protocol", "completion"),
 }
 

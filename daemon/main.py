@@ -26,6 +26,7 @@ from vigil.daemon.history.follow import OutputStream
 from vigil.daemon.history.service import ExecutionService
 from vigil.daemon.methods import agent as agent_methods
 from vigil.daemon.methods import daemon_info, execution, scope, shell, terminal
+from vigil.daemon.methods import temporary as temporary_methods
 from vigil.daemon.methods import transcript as transcript_methods
 from vigil.daemon.process import logs, memory, rendezvous, systemd
 from vigil.daemon.process.keeper import keep_reachable
@@ -42,6 +43,8 @@ from vigil.daemon.runtime.manager import RuntimeManager
 from vigil.daemon.settings import Settings, SettingsError, load_settings
 from vigil.daemon.shell.manager import ShellManager
 from vigil.daemon.store import Store
+from vigil.daemon.temporary.directory import ManagedDirectories
+from vigil.daemon.temporary.service import TemporaryHelpers
 from vigil.daemon.transcript.agents import AgentLogs
 from vigil.daemon.transcript.fanout import FanOut
 from vigil.daemon.transcript.files import TranscriptFiles
@@ -101,8 +104,10 @@ async def serve(state: DaemonState, claim: rendezvous.Claim, ready_fd: int | Non
     runtimes = RuntimeManager(store, settings, bus, RecognitionFactory(registry, settings),
                               guardian_dir=paths.guardian_dir(), log_dir=str(state.state_dir),
                               events=events)
+    helper_dirs = ManagedDirectories(state.state_dir)
     shells = ShellManager(scopes, store, runtimes, settings,
-                          shell_dir=os.path.join(paths.guardian_dir(), "shells"))
+                          shell_dir=os.path.join(paths.guardian_dir(), "shells"),
+                          helper_dirs=helper_dirs)
     transcripts = None
     if settings.transcripts_enabled:
         transcripts = Recorder(TranscriptFiles(state.state_dir / "transcripts", settings),
@@ -113,11 +118,13 @@ async def serve(state: DaemonState, claim: rendezvous.Claim, ready_fd: int | Non
     if transcripts is not None:
         bus.observe(TranscriptObserver(transcripts, agent_logs, runtimes))
 
+    helpers = TemporaryHelpers(helper_dirs, store, runtimes, shells, scopes, settings)
     usage = UsageLog(state.state_dir / USAGE_FILE, settings)
     dispatcher = Dispatcher(scopes, usage, transcripts)
     daemon_info.install(dispatcher, state=state, ingest=runtimes.ingest, transcripts=transcripts)
-    scope.install(dispatcher, scopes=scopes, runtimes=runtimes, shells=shells,
-                  transcripts=transcripts)
+    scope.install(dispatcher, scopes=scopes, shells=shells, transcripts=transcripts,
+                  helpers=helpers)
+    temporary_methods.install(dispatcher, helpers=helpers)
     transcript_methods.install(dispatcher, store=store, scopes=scopes, transcripts=transcripts,
                                settings=settings)
     execution.install(dispatcher, store=store, runtimes=runtimes, service=executions,

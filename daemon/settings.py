@@ -109,6 +109,10 @@ class Settings(WireLimits, kw_only=True, forbid_unknown_fields=True, frozen=True
     ingest_batch_bytes: _r(4 * KiB, 64 * MiB, "commit early once this much output is pending") = 1 * MiB
     ingest_retry_initial_seconds: _f(0.001, 60, "first pause before a failed commit is retried (ours: 0.1 s, doubling)") = 0.1
     ingest_retry_max_seconds: _f(0.01, 600, "longest pause between retries of a failing store (ours: 5 s)") = 5.0
+    output_arrival_step_seconds: _f(
+        0.0001, 10, "output arriving within this long of the last arrival mark shares it: the "
+        "resolution of a recording's timings (ours: 10 ms, below a 60 Hz player's 16.7 ms "
+        "frame; a mark per 4 KiB read would cost a flood 25,000 a second)") = 0.010
     output_chunk_bytes: _r(4 * KiB, 4 * MiB, "output is stored in chunks of about this size") = 64 * KiB
     change_log_entries: _r(1024, 10_000_000, "catalog change entries kept for wait cursors") = 100_000
     store_gaps_kept: _r(1, 65536, "guardian gaps listed per record; older ones are only counted (vigil)") = 64
@@ -242,6 +246,13 @@ class Settings(WireLimits, kw_only=True, forbid_unknown_fields=True, frozen=True
         "still examined (file times come from the kernel's coarse clock; the lines' own "
         "timestamps are then compared exactly) (ours: 2 s)"
     ) = 2.0
+
+    # --- managed temporary helpers (seeds/000; budgets are reported, never enforced) ----------
+    temporary_budget_files: _r(0, 1 << 30, "helpers a thread's managed directory may hold before `temporary_over_budget` (ours: 256)") = 256
+    temporary_budget_bytes: _r(0, 1 << 50, "bytes of helpers a thread's managed directory may hold before `temporary_over_budget` (ours: 64 MiB)") = 64 * MiB
+    temporary_old_seconds: _f(0, 10 * 365 * 86400, "maintenance reports a helper not modified for this long as old, and deletes nothing (ours: 24 h, the spec's record retention)") = 86400.0
+    temporary_siblings_reported_max: _r(0, 65536, "other managed directories of the principal that one list reports (ours: 32)") = 32
+    temporary_released_remembered: _r(0, 1 << 20, "names a thread released that a retry answers `released` again, per thread, in memory (ours: 1024)") = 1024
 
 
 def config_path() -> Path:

@@ -97,17 +97,20 @@ def _scope(scope) -> None:
              "Open or resume a thread scoped to a canonical workspace.")
 
 
-def _execution(execution) -> None:
-    def action(params: execution.ExecutionParams) -> str:
-        return type(params.action).__struct_config__.tag
+def _action_tag(params: Any) -> str:
+    """The tag of `params.action` (the `type` of a tagged action Struct): the key of
+    `results` for methods whose actions are tagged Structs."""
+    return type(params.action).__struct_config__.tag
 
+
+def _execution(execution) -> None:
     register("run", execution.RunParams, execution.RunResult,
              "Start a standalone execution under its own PTY guardian (with `follow`: and "
              "stream its output).")
     register("Execution", execution.ExecutionParams, None,
              "Read execution history: list, get, read, observe, wait, explain, events, "
              "iterations.",
-             results=execution.RESULTS, select=action)
+             results=execution.RESULTS, select=_action_tag)
     register("follow", execution.FollowParams, execution.FollowResult,
              "Stream an execution's output from an offset, live, until it ended: gaps explicit.")
     register("signal", execution.SignalParams, execution.SignalResult,
@@ -134,17 +137,16 @@ def _terminal(terminal) -> None:
              "Resize an execution's terminal.")
     register("attach", terminal.AttachParams, terminal.AttachResult,
              "Watch an execution live: repaint, then output events until it exits.")
+    register("recording", terminal.RecordingParams, terminal.RecordingResult,
+             "A page of an execution's recording: output with arrival times, sizes, gaps.")
     EVENTS["attach"] = terminal.AttachEvent
 
 
 def _shell(shell) -> None:
-    def action(params: shell.BashCommandParams) -> str:
-        return type(params.action).__struct_config__.tag
-
     register("BashCommand", shell.BashCommandParams, None,
              "Run a command in the thread's persistent shell (or as a Task), check it, send it "
              "input, show its screen, inspect it, wait for its turn, or prompt it.",
-             results=shell.RESULTS, select=action)
+             results=shell.RESULTS, select=_action_tag)
 
 
 def _agent(agent) -> None:
@@ -163,18 +165,26 @@ def _transcript(transcript) -> None:
     EVENTS["transcript"] = transcript.TranscriptStreamEvent
 
 
+def _temporary(temporary) -> None:
+    register("Temporary", temporary.TemporaryParams, None,
+             "List the thread's managed temporary helpers (revision, budget) or release "
+             "named ones that nothing of the thread uses.",
+             results=temporary.RESULTS, select=_action_tag)
+
+
 #: Each family's registrations, by its module name under `vigil.protocol.api`.
 _FAMILIES: dict[str, Callable[[Any], None]] = {
     "daemon": _daemon, "scope": _scope, "execution": _execution, "terminal": _terminal,
-    "shell": _shell, "agent": _agent, "transcript": _transcript,
+    "shell": _shell, "agent": _agent, "transcript": _transcript, "temporary": _temporary,
 }
 #: Method → family. A test checks it against the families' registrations.
 FAMILY = {
     "hello": "daemon", "ping": "daemon", "status": "daemon", "Initialize": "scope",
     "run": "execution", "Execution": "execution", "follow": "execution", "signal": "execution",
     "resolve": "execution", "cancel": "execution", "pause": "execution",
-    "resume": "execution", "rerun": "execution", "screen": "terminal", "input": "terminal", "resize": "terminal",
-    "attach": "terminal", "BashCommand": "shell", "Agent": "agent", "transcript": "transcript",
+    "resume": "execution", "rerun": "execution", "screen": "terminal", "input": "terminal",
+    "resize": "terminal", "attach": "terminal", "recording": "terminal", "BashCommand": "shell",
+    "Agent": "agent", "transcript": "transcript", "Temporary": "temporary",
 }
 _LOADED: set[str] = set()
 

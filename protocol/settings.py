@@ -72,6 +72,10 @@ class WireLimits(msgspec.Struct, kw_only=True, forbid_unknown_fields=True, froze
     transcript_page_bytes_default: _r(1024, 64 * MiB, "transcript events per page, in bytes of their JSON lines (vigil: 256 KiB)") = 256 * KiB
     transcript_page_bytes_max: _r(1024, 64 * MiB, "largest transcript page a caller may ask for (vigil: 4 MiB)") = 4 * MiB
 
+    # --- managed temporary helpers (seeds/000, "Release managed temporary helpers") ----------
+    temporary_release_names_max: _r(1, 4096, "helper names one release_temporary request may carry (vigil: 64)") = 64
+    temporary_list_entries_max: _r(1, 1 << 20, "helpers one Temporary list shows by name; the usage still counts all (vigil: 1000)") = 1000
+
     # --- threads (Initialize) ----------------------------------------------------------------
     thread_name_max_bytes: _r(
         1, 64 * KiB, "longest thread_name accepted, in UTF-8 bytes (ours: 256; 300 threads "

@@ -140,6 +140,14 @@ class ToolCall(msgspec.Struct, tag_field="event", tag="tool_call", kw_only=True,
     herdr_delivery: str | None = None
     herdr_input_sent: Literal["true", "false", "unknown"] | None = None
     herdr_error_code: str | None = None
+    # --- Temporary budget (spec: `temporary_usage_schema=1`): this call's measurement -------
+    #: Present only with measurements; a count that was not measured is absent, never 0.
+    temporary_usage_schema: int | None = None
+    temporary_file_count: int | None = None
+    temporary_bytes: int | None = None
+    temporary_budget_files: int | None = None
+    temporary_budget_bytes: int | None = None
+    temporary_over_budget: bool | None = None
 
 
 UsageEvent = ToolStarted | ToolPhase | ToolCall

@@ -12,7 +12,7 @@ from vigil.protocol.errors import ErrorCode, VigilError
 from .. import output
 from .common import json_flag
 
-TOOL_NAMES = ("BashCommand", "Execution", "Agent")
+TOOL_NAMES = ("BashCommand", "Execution", "Agent", "Temporary")
 
 
 def cmd_mcp(args: argparse.Namespace) -> int:
@@ -96,7 +96,7 @@ def cmd_token_revoke(args: argparse.Namespace) -> int:
 
 def add_parsers(sub) -> None:
     p = sub.add_parser(
-        "mcp", help="serve the MCP tools (Initialize, BashCommand, Execution, Agent)",
+        "mcp", help="serve the MCP tools (Initialize, BashCommand, Execution, Agent, Temporary)",
         description="Serve vigil's MCP tools on stdio (for Claude Code, Codex, any MCP client), "
                     "or on streamable HTTP with --http (bearer tokens: vigil token create).")
     p.add_argument("--profile", choices=sorted(PROFILE_TOOLS), default="full",
@@ -104,7 +104,8 @@ def add_parsers(sub) -> None:
                         "BashCommand (default: full)")
     p.add_argument("--tools", default=None, metavar="LIST",
                    help="comma-separated allowlist that narrows the profile, e.g. "
-                        "Execution,Agent (Agent without BashCommand observes only)")
+                        "Execution,Agent (Agent without BashCommand observes only; Temporary "
+                        "is served only with BashCommand)")
     p.add_argument("--http", default=None, metavar="HOST:PORT",
                    help="serve streamable HTTP on HOST:PORT (loopback only unless "
                         "--allow-remote; port 0 picks one and prints it)")

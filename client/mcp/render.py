@@ -38,7 +38,8 @@ def _page(p: dict) -> str:
 def _initialize(r: dict) -> str:
     return (f"thread_id={r['thread_id']} workspace_root={r['workspace_root']} "
             f"mode={r['mode']} profile={r['profile']} tools={','.join(r['tools'])}"
-            + (" (resumed)" if r.get("resumed") else ""))
+            + (" (resumed)" if r.get("resumed") else "")
+            + (f" temporary_dir={r['temporary_dir']}" if r.get("temporary_dir") else ""))
 
 
 def _execution_like(action: str | None, data: dict) -> str:
@@ -114,6 +115,19 @@ def _bash(r: dict) -> str:
     return json.dumps(r, separators=(",", ":"))
 
 
+def _temporary(r: dict) -> str:
+    u = r["usage"]
+    budget = (f"{u.get('temporary_file_count', '?')} of {u.get('temporary_budget_files')} "
+              f"helpers, {u.get('temporary_bytes', '?')} of {u.get('temporary_budget_bytes')} "
+              f"bytes, over_budget={str(u.get('temporary_over_budget', '?')).lower()}")
+    if "results" in r:
+        lines = [f"{i['name']}: {i['status']}" + (f" ({i['reason']})" if i.get("reason") else "")
+                 for i in r["results"]]
+    else:
+        lines = [f"{h['name']} {h['kind']} {h['size_bytes']} bytes" for h in r["helpers"]]
+    return "\n".join([f"{r['directory']} revision={r['revision']}; {budget}", *lines])
+
+
 def _envelope(result: dict) -> str:
     data = result.get("data") or {}
     text = _execution_like(data.get("action"), data)
@@ -127,6 +141,7 @@ RENDERERS: dict[str, Callable[[dict], str]] = {
     "BashCommand": _bash,
     "Execution": _envelope,
     "Agent": _envelope,
+    "Temporary": _temporary,
 }
 
 

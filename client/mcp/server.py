@@ -32,7 +32,8 @@ INSTRUCTIONS = (
     "vigil runs commands under PTY guardians that outlive the daemon and keeps their history. "
     "Call Initialize with the absolute workspace path first, then quote its thread_id and "
     "workspace_root on every call. BashCommand runs commands in the thread's persistent "
-    "shell; Execution reads what ran; Agent observes and prompts agent TUIs.")
+    "shell; Execution reads what ran; Agent observes and prompts agent TUIs; Temporary lists "
+    "and releases the helper files you wrote in the thread's temporary_dir.")
 
 
 @dataclass

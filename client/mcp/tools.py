@@ -1,5 +1,6 @@
-"""The four MCP tools — `Initialize`, `BashCommand`, `Execution`, `Agent` — as the spec
-shapes them (seeds/000), with schemas generated from the protocol's typed Structs
+"""The MCP tools — `Initialize`, `BashCommand`, `Execution`, `Agent` as the spec shapes them
+(seeds/000), and `Temporary`, the thread's managed helpers (the spec's `release_temporary`
+requests, on a tool of their own since vigil serves no `EditFiles`) — with schemas generated from the protocol's typed Structs
 (`vigil.protocol.methods`): the daemon validates and answers with the same types, so the
 advertised schemas cannot drift from what is accepted and returned.
 
@@ -76,18 +77,34 @@ SPECS = {
         "one); approve one recognized as awaiting approval, once per approval_id (its "
         "recognizer's approve keys). backend herdr reaches operator-configured Herdr targets.",
         read_only=False, destructive=True, open_world=True),
+    "Temporary": ToolSpec(
+        "Temporary", "Temporary",
+        "The thread's managed directory for throwaway helper scripts and data files (its path "
+        "is Initialize's temporary_dir, $VIGIL_TEMPORARY_DIR in the shell). action.type: list "
+        "(helpers with size and mtime, the directory's revision, the budget measured now), "
+        "release_temporary (delete the named helpers: plain names and the revision last "
+        "read; a stale revision refuses all; a helper still open, mapped, running or named by "
+        "a running command stays in_use; each name answers released, in_use, not_found or "
+        "refused). Retry with the revision the answer gives.",
+        read_only=False, destructive=True, open_world=False),
 }
 
 #: Tools by the order they are listed in; Initialize is always served.
-TOOL_ORDER = ("Initialize", "BashCommand", "Execution", "Agent")
+TOOL_ORDER = ("Initialize", "BashCommand", "Execution", "Agent", "Temporary")
 
 
 def served_tools(profile: str, allowlist: list[str] | None) -> list[str]:
     """The tools a `vigil mcp --profile P --tools A,B` server advertises and serves:
-    Initialize, and the profile's tools narrowed by the allowlist (never widened)."""
+    Initialize, and the profile's tools narrowed by the allowlist (never widened).
+    Temporary goes with BashCommand (its helpers are what the shell's commands wrote, and
+    the daemon grants it on BashCommand authority); an allowlist must name both."""
     granted = set(PROFILE_TOOLS[profile])
+    if "BashCommand" in granted:
+        granted.add("Temporary")
     if allowlist is not None:
         granted &= set(allowlist)
+    if "BashCommand" not in granted:
+        granted.discard("Temporary")
     return [name for name in TOOL_ORDER if name == "Initialize" or name in granted]
 
 

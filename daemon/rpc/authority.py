@@ -15,6 +15,10 @@ can never be reachable by accident. The table, per thread (mode, profile, tool a
 | `RUN` | the BashCommand tool, and mode is not `architect` (run, signal, resize, commands) |
 | `INPUT` | `RUN`, and mode `wcgw` (raw input, BashCommand `prompt`: restricted `code_writer` never delegates it) |
 | `PROMPT` | the Agent tool, trusted BashCommand authority, and mode `wcgw` |
+| `RELEASE` | the BashCommand tool, and mode is not `architect` (`Temporary` release_temporary: deletes what the thread's commands wrote) |
+
+`Temporary` (the thread's managed helpers, `temporary_need`) lists with `SHELL` — the
+helpers are what the shell's commands wrote — and releases with `RELEASE`.
 
 Profiles grant tools (`PROFILE_TOOLS`: every profile observes; `read-only` has no
 BashCommand); an explicit allowlist only narrows them. A refusal is `forbidden` and names
@@ -41,11 +45,17 @@ class Need(enum.Enum):
     RUN = "run"
     INPUT = "input"
     PROMPT = "prompt"
+    RELEASE = "release"
 
 
 #: A route's declaration: a fixed need, or one computed from its decoded params.
 Authority = Need | Callable[[Any], Need]
 
+
+def temporary_need(params: Any) -> Need:
+    """`Temporary`: listing is the shell's view, releasing deletes files."""
+    return Need.RELEASE if type(params.action).__struct_config__.tag == "release_temporary" \
+        else Need.SHELL
 
 
 def tools_of(thread: ThreadRecord) -> list[str]:
@@ -90,6 +100,11 @@ def check(thread: ThreadRecord, need: Need) -> None:
             raise _deny("prompting needs trusted BashCommand authority", thread, tools)
         if thread.mode != "wcgw":
             raise _deny("prompting needs wcgw mode", thread, tools)
+    elif need is Need.RELEASE:
+        if "BashCommand" not in tools:
+            raise _deny("releasing temporary helpers needs BashCommand authority", thread, tools)
+        if thread.mode == "architect":
+            raise _deny("architect mode never releases temporary helpers", thread, tools)
     elif need in (Need.RUN, Need.INPUT):
         if "BashCommand" not in tools:
             raise _deny("running commands and sending input need BashCommand authority",

@@ -31,6 +31,7 @@ from ..runtime.lifecycle import LifecycleEvent
 from ..runtime.manager import RuntimeManager
 from ..rpc.scopes import Scopes, ThreadRecord
 from ..telemetry.phases import phase
+from ..temporary.directory import ManagedDirectories
 from .markers import Done, MarkerScanner, Segment, Started, rcfile
 
 log = logging.getLogger("vigild.shell")
@@ -129,8 +130,11 @@ class ShellSession:
 
 class ShellManager:
     def __init__(self, scopes: Scopes, store: Store, runtimes: RuntimeManager, settings: Settings,
-                 shell_dir: str):
+                 shell_dir: str, helper_dirs: ManagedDirectories | None = None):
         self.scopes = scopes
+        #: Where each thread's managed helpers go: the shell and its Tasks are told
+        #: (`$VIGIL_TEMPORARY_DIR`), so an agent's commands find the directory.
+        self.helper_dirs = helper_dirs
         self.store = store
         self.runtimes = runtimes
         self.settings = settings
@@ -206,7 +210,8 @@ class ShellManager:
             scope=thread.scope, thread_id=thread.thread_id, workspace_root=thread.workspace_root,
             argv=argv, command="bash (persistent shell)", cwd=thread.workspace_root,
             env=self.runtimes.child_environment({"VIGIL_SHELL": "1", "PAGER": "cat",
-                                                  "GIT_PAGER": "cat"}), rows=None, cols=None,
+                                                  "GIT_PAGER": "cat", **self._helpers(thread)}),
+            rows=None, cols=None,
             name="shell", kind="shell", observers=observers)
         previous = thread.shell_execution_id
         thread = self.scopes.update(thread, shell_execution_id=record.execution_id,
@@ -317,9 +322,14 @@ class ShellManager:
         record = await self.runtimes.start(
             scope=thread.scope, thread_id=thread.thread_id, workspace_root=thread.workspace_root,
             argv=["bash", "-c", text], command=text, cwd=session.cwd,
-            env=self.runtimes.child_environment({}), rows=None, cols=None, name="task",
-            keep_env=True)  # kept (private) so that `rerun` starts it with the same one
+            env=self.runtimes.child_environment(self._helpers(thread)), rows=None, cols=None,
+            name="task", keep_env=True)  # kept (private): `rerun` starts it with the same one
         return session, record
+
+    def _helpers(self, thread: ThreadRecord) -> dict[str, str]:
+        if self.helper_dirs is None:
+            return {}
+        return {"VIGIL_TEMPORARY_DIR": self.helper_dirs.path(thread.principal, thread.thread_id)}
 
     async def wait_task(self, execution_id: str, seconds: float) -> bool:
         """Wait up to `seconds` for a Task to end; True when it did (and its end, with all
@@ -356,6 +366,12 @@ class ShellManager:
             if session.shell_eid == shell_execution_id:
                 return session.cmd_eid
         return None
+
+    def caller_execution(self, pid: int) -> str | None:
+        """The execution process `pid` runs under (a shell's running command, if it runs in
+        a persistent shell), or None: who is calling, when an agent under vigil calls it."""
+        eid = self.runtimes.execution_of_process(pid)
+        return eid and (self.running_command(eid) or eid)
 
     def _last_cmd(self, session: ShellSession) -> str | None:
         return session.last_cmd_eid

@@ -31,7 +31,7 @@ import msgspec
 from vigil.protocol.errors import ErrorCode, VigilError
 from vigil.daemon.settings import DEFAULTS, Settings
 
-from . import keys
+from . import keys, timings
 from .env import LmdbEnv
 from .errors import ExecutionNotFound, InvalidArgument, StoreError
 from .events import EventPage, StoredEvent, append_events, read_events
@@ -65,12 +65,16 @@ class ExecutionUpdate(msgspec.Struct, kw_only=True, frozen=True):
     - `fields`: new values for updatable record fields (`records.UPDATABLE`); a value equal
       to the stored one is not a change.
     - `screen`: the current screen; stored (and numbered) only if it differs.
+    - `arrivals`: (offset, unix µs) marks dating `output` (timings.py), in stream order.
+    - `sizes`: (offset, unix µs, rows, cols): the terminal was resized at that offset.
     """
 
     execution_id: str
     output: list[tuple[int, bytes]] = []
     fields: dict[str, Any] = {}
     screen: StoredScreen | None = None
+    arrivals: list[tuple[int, int]] = []
+    sizes: list[tuple[int, int, int, int]] = []
 
 
 class BatchResult(msgspec.Struct, kw_only=True, frozen=True):
@@ -389,6 +393,8 @@ class Store:
             if terminal:
                 tx.txn.put(keys.expiry_key(tx.now_ms, eid), b"", db=tx.dbs["expiry"])
             tx.add_change(new, "created")
+            if new.rows and new.cols:  # the size a recording starts with (timings.py)
+                timings.add_size(tx, eid, 0, new.started_unix_ms * 1000, new.rows, new.cols)
             enforce_record_count(tx, shash, new.in_shell_pool)
             return tx.get_record(eid) or new
 
@@ -497,6 +503,7 @@ class Store:
         if item.output:
             new, stored = append_output(tx, rec, item.output)
             if new.output_total_bytes != rec.output_total_bytes:
+                timings.add_arrivals(tx, eid, item.arrivals, rec.output_total_bytes)
                 tx.add_usage(shash, nbytes=stored)
                 new, freed = prune_output(tx, new, s.retention_output_bytes)
                 if freed:
@@ -504,6 +511,8 @@ class Store:
                 grew = stored > freed
                 events.append(("output", None))
                 rec = msgspec.structs.replace(new, output_activity_seq=new.output_activity_seq + 1)
+        for offset, at_unix_us, rows, cols in item.sizes:
+            timings.add_size(tx, eid, offset, at_unix_us, rows, cols)
         if item.screen is not None:
             rec, delta = self._put_screen(tx, rec, item.screen)
             if delta is not None:

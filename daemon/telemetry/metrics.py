@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import msgspec
+
 from vigil.protocol.api.agent import (
     AgentParams,
     HerdrPromptData,
@@ -30,6 +32,11 @@ from vigil.protocol.api.execution import (
     WaitData,
 )
 from vigil.protocol.api.shell import BashCommandParams, BashCommandResult
+from vigil.protocol.api.temporary import (
+    TemporaryListResult,
+    TemporaryParams,
+    TemporaryReleaseResult,
+)
 from vigil.protocol.usage import OBSERVE_SCHEMA
 
 
@@ -43,7 +50,7 @@ def action_of(params: Any) -> tuple[str | None, str | None]:
         return type(params.action).__struct_config__.tag, "native"
     if kind is AgentParams:
         return params.action, params.backend
-    if kind is BashCommandParams:
+    if kind in (BashCommandParams, TemporaryParams):
         return type(params.action).__struct_config__.tag, None
     return None, None
 
@@ -75,6 +82,9 @@ _COUNTED = frozenset({ListData, NativeListData, ReadData, NativeReadData, Observ
 
 def result_metrics(result: Any) -> dict[str, Any]:
     """Counters read from a successful answer."""
+    if type(result) in (TemporaryListResult, TemporaryReleaseResult):
+        # The call's own measurement, as measured: an omitted count stays omitted.
+        return {k: v for k, v in msgspec.structs.asdict(result.usage).items() if v is not None}
     data = getattr(result, "data", None)
     if type(data) not in _COUNTED and type(result) is not BashCommandResult:
         return {}

@@ -79,3 +79,6 @@ class InitializeResult(msgspec.Struct, kw_only=True):
     tools: list[Tool]
     resumed: bool
     data: InitializeData
+    #: The thread's managed directory for throwaway helpers (private, 0700; see the
+    #: `Temporary` method). None when it could not be made (the daemon log says why).
+    temporary_dir: str | None = None

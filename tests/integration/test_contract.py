@@ -126,6 +126,8 @@ def test_every_answer_validates_against_the_schema(recorder, home, workspace):
     r.call("cancel", execution_id=again)
     r.execution({"type": "events", "execution_id": cat})
     r.call("signal", execution_id=cat, signal="TERM")
+    page = r.call("recording", execution_id=done)
+    assert [e["kind"] for e in page["events"]] == ["output"] and page["has_more"] is False
 
     # The persistent shell, every action (the prompt one goes to the fake agent below).
     hi = r.call("BashCommand", "command", action={"type": "command", "command": "echo hi"})
@@ -186,6 +188,13 @@ def test_every_answer_validates_against_the_schema(recorder, home, workspace):
     page = r.call("transcript", run_id=s.thread_id)
     assert page["events"] and page["events"][0]["type"] == "run.started"
     transcript_one(r, home, workspace, done)
+
+    # Temporary: a listing with a helper, and a release of it.
+    listed = r.call("Temporary", "list", action={"type": "list"})
+    (Path(listed["directory"]) / "h.py").write_text("h")
+    listed = r.call("Temporary", "list", action={"type": "list"})
+    r.call("Temporary", "release_temporary", action={
+        "type": "release_temporary", "names": ["h.py", "gone"], "revision": listed["revision"]})
 
     assert expected_answers() - r.seen == set()
 

@@ -46,7 +46,7 @@ def test_tools_annotations_and_schemas(home, daemon):
     async def body():
         async with mcp_stdio(home) as m:
             tools = {t.name: t for t in (await m.session.list_tools()).tools}
-            assert list(tools) == ["Initialize", "BashCommand", "Execution", "Agent"]
+            assert list(tools) == ["Initialize", "BashCommand", "Execution", "Agent", "Temporary"]
             ex, ag, bash = tools["Execution"].annotations, tools["Agent"].annotations, \
                 tools["BashCommand"].annotations
             assert (ex.read_only_hint, ex.open_world_hint) == (True, False)

@@ -10,7 +10,8 @@ import itertools
 import msgspec
 import pytest
 
-from vigil.daemon.methods import agent, daemon_info, execution, scope, shell, terminal, transcript
+from vigil.daemon.methods import (agent, daemon_info, execution, scope, shell, temporary,
+                                  terminal, transcript)
 from vigil.daemon.rpc import authority
 from vigil.daemon.rpc.dispatch import Dispatcher
 from vigil.daemon.rpc.scopes import ThreadRecord
@@ -42,6 +43,7 @@ SAMPLES = {
     ("input", ""): {**SCOPED, "execution_id": EID, "text": "x"},
     ("resize", ""): {**SCOPED, "execution_id": EID, "rows": 10, "cols": 10},
     ("attach", ""): {**SCOPED, "execution_id": EID},
+    ("recording", ""): {**SCOPED, "execution_id": EID},
     ("follow", ""): {**SCOPED, "execution_id": EID},
     ("BashCommand", "command"): {**SCOPED, "action": {"type": "command", "command": "ls"}},
     ("BashCommand", "status_check"): {**SCOPED, "action": {"type": "status_check"}},
@@ -59,6 +61,9 @@ SAMPLES = {
     ("Agent", "prompt"): {**SCOPED, "action": "prompt", "target": EID, "prompt_id": "p", "text": "t"},
     ("Agent", "approve"): {**SCOPED, "action": "approve", "target": EID, "approval_id": "a"},
     ("transcript", ""): {**SCOPED, "run_id": EID},
+    ("Temporary", "list"): {**SCOPED, "action": {"type": "list"}},
+    ("Temporary", "release_temporary"): {**SCOPED, "action": {
+        "type": "release_temporary", "names": ["h.py"], "revision": "r"}},
 }
 
 PROFILE_GRANTS = {"full": {"BashCommand", "Execution", "Agent"},
@@ -78,7 +83,7 @@ def spec_table(method: str, action: str, mode: str, profile: str, tools) -> bool
         return True
     if method == "Execution":
         return "Execution" in granted
-    if method in ("resolve", "screen", "attach", "follow", "transcript"):
+    if method in ("resolve", "screen", "attach", "recording", "follow", "transcript"):
         return bool(granted & {"Execution", "Agent"})
     if method == "Agent":
         if action in ("prompt", "approve"):  # trusted BashCommand authority and wcgw mode
@@ -89,6 +94,8 @@ def spec_table(method: str, action: str, mode: str, profile: str, tools) -> bool
         return bash and mode == "wcgw"  # raw input: never architect, never code_writer
     if method == "BashCommand" and action in ("screen", "inspect", "wait_for_turn"):
         return bash  # the shell's own views: any mode
+    if method == "Temporary":  # the shell's helpers: listed in any mode, released as runs
+        return bash and (action == "list" or runs)
     if method in ("run", "signal", "resize", "BashCommand", "cancel", "pause", "resume",
                   "rerun"):
         return bash and runs  # lifecycle controls and reruns act as `run` and `signal` do
@@ -99,7 +106,8 @@ def routed_dispatcher() -> Dispatcher:
     """The daemon's routes, as main.py installs them (the services are never called here)."""
     d = Dispatcher(scopes=None)
     daemon_info.install(d, state=None, ingest=None)
-    scope.install(d, scopes=None, runtimes=None, shells=None, transcripts=None)
+    scope.install(d, scopes=None, shells=None, transcripts=None, helpers=None)
+    temporary.install(d, helpers=None)
     transcript.install(d, store=None, scopes=None, transcripts=None, settings=None)
     execution.install(d, store=None, runtimes=None, service=None, outputs=None, settings=None,
                       controls=None, shells=None)
