@@ -36,6 +36,8 @@ from vigil.daemon.recognize.live import RecognitionFactory
 from vigil.daemon.rpc.dispatch import Dispatcher
 from vigil.daemon.rpc.scopes import Scopes, ThreadRecord
 from vigil.daemon.rpc.server import Server
+from vigil.daemon.runtime.controls import Controls
+from vigil.daemon.runtime.events import ExecutionLog
 from vigil.daemon.runtime.lifecycle import LifecycleBus
 from vigil.daemon.runtime.manager import RuntimeManager
 from vigil.daemon.settings import Settings, SettingsError, load_settings
@@ -97,8 +99,11 @@ async def serve(state: DaemonState, claim: rendezvous.Claim, ready_fd: int | Non
     registry = Registry()
     for error in registry.errors:
         log.warning("recognizer manifest rejected: %s", error)
+    events = ExecutionLog(store, settings)
+    bus.observe(events.observe)
     runtimes = RuntimeManager(store, settings, bus, RecognitionFactory(registry, settings),
-                              guardian_dir=paths.guardian_dir(), log_dir=str(state.state_dir))
+                              guardian_dir=paths.guardian_dir(), log_dir=str(state.state_dir),
+                              events=events)
     helper_dirs = ManagedDirectories(state.state_dir)
     shells = ShellManager(scopes, store, runtimes, settings,
                           shell_dir=os.path.join(paths.guardian_dir(), "shells"),
@@ -123,7 +128,8 @@ async def serve(state: DaemonState, claim: rendezvous.Claim, ready_fd: int | Non
     transcript_methods.install(dispatcher, store=store, scopes=scopes, transcripts=transcripts,
                                settings=settings)
     execution.install(dispatcher, store=store, runtimes=runtimes, service=executions,
-                      outputs=OutputStream(store, runtimes, bus, settings), settings=settings)
+                      outputs=OutputStream(store, runtimes, bus, settings), settings=settings,
+                      controls=Controls(store, runtimes, settings), shells=shells)
     terminal.install(dispatcher, store=store, runtimes=runtimes, settings=settings)
     shell.install(dispatcher, shells=shells, runtimes=runtimes, settings=settings, store=store,
                   service=executions, prompts=prompts)
@@ -132,6 +138,7 @@ async def serve(state: DaemonState, claim: rendezvous.Claim, ready_fd: int | Non
     with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
         async with trio.open_nursery() as nursery:
             await nursery.start(usage.run)
+            await nursery.start(events.run)
             if transcripts is not None:
                 await nursery.start(agent_logs.run)
                 transcripts.files.prune(force=True)

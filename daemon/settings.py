@@ -169,6 +169,25 @@ class Settings(WireLimits, kw_only=True, forbid_unknown_fields=True, frozen=True
     receipts_per_generation: _r(1, 100000, "receipts per generation (spec: 64)") = 64
     prompt_enter_settle_seconds: _f(0, 5, "pause between text and Enter (Ink drops glued Enter)") = 0.15
 
+    # --- execution logs and lifecycle controls (seeds/002) -----------------------------------
+    execution_events_max: _r(
+        16, 1_000_000, "entries of one execution's log (`Execution events`) kept with it; the "
+        "oldest go first, counted (ours: 1000)"
+    ) = 1000
+    execution_events_pending_max: _r(
+        64, 10_000_000, "log entries waiting to be written while the store is slow or "
+        "failing; newer ones are dropped and counted (ours: 100,000)"
+    ) = 100_000
+    execution_events_page_default: _r(1, 10_000, "log entries one `events` page carries unless "
+                                      "asked (ours: 100)") = 100
+    execution_events_page_max: _r(1, 100_000, "most log entries one `events` page carries "
+                                  "(ours: 1000)") = 1000
+    cancel_grace_seconds: _f(
+        0, 600, "`cancel` sends SIGTERM to the process group, then SIGKILL if the execution "
+        "has not ended after this long (ours: 5 s, as systemd's stop is 90 s and docker's 10 s, "
+        "for an interactive tool)"
+    ) = 5.0
+
     # --- persistent shell (BashCommand) -----------------------------------------------------
     canonical_line_max_bytes: _r(64, 65536, "kernel canonical-mode line limit (4,095 chars)") = 4095
     viewer_buffer_bytes: _r(4 * KiB, 256 * MiB, "output queued for one attached viewer before it is dropped") = 4 * MiB

@@ -108,7 +108,8 @@ def _execution(execution) -> None:
              "Start a standalone execution under its own PTY guardian (with `follow`: and "
              "stream its output).")
     register("Execution", execution.ExecutionParams, None,
-             "Read execution history: list, get, read, observe, wait, explain.",
+             "Read execution history: list, get, read, observe, wait, explain, events, "
+             "iterations.",
              results=execution.RESULTS, select=_action_tag)
     register("follow", execution.FollowParams, execution.FollowResult,
              "Stream an execution's output from an offset, live, until it ended: gaps explicit.")
@@ -116,6 +117,14 @@ def _execution(execution) -> None:
              "Send a signal to an execution's process group.")
     register("resolve", execution.ResolveParams, execution.ResolveResult,
              "Expand a unique prefix of an execution id.")
+    register("cancel", execution.ControlParams, execution.ControlResult,
+             "Cancel an execution: SIGTERM to its process group, SIGKILL after the grace.")
+    register("pause", execution.ControlParams, execution.ControlResult,
+             "Pause an execution: SIGSTOP to its process group.")
+    register("resume", execution.ControlParams, execution.ControlResult,
+             "Resume a paused execution: SIGCONT to its process group.")
+    register("rerun", execution.RerunParams, execution.RerunResult,
+             "Start a new execution like an old one (same argv, cwd, env, size), linked both ways.")
     EVENTS["follow"] = EVENTS["run"] = execution.FollowEvent
 
 
@@ -172,9 +181,10 @@ _FAMILIES: dict[str, Callable[[Any], None]] = {
 FAMILY = {
     "hello": "daemon", "ping": "daemon", "status": "daemon", "Initialize": "scope",
     "run": "execution", "Execution": "execution", "follow": "execution", "signal": "execution",
-    "resolve": "execution", "screen": "terminal", "input": "terminal", "resize": "terminal",
-    "attach": "terminal", "recording": "terminal", "BashCommand": "shell", "Agent": "agent",
-    "transcript": "transcript", "Temporary": "temporary",
+    "resolve": "execution", "cancel": "execution", "pause": "execution",
+    "resume": "execution", "rerun": "execution", "screen": "terminal", "input": "terminal",
+    "resize": "terminal", "attach": "terminal", "recording": "terminal", "BashCommand": "shell",
+    "Agent": "agent", "transcript": "transcript", "Temporary": "temporary",
 }
 _LOADED: set[str] = set()
 

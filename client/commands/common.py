@@ -75,6 +75,11 @@ def signal_name(number: int) -> str:
 
 
 def fmt_status(e) -> str:
+    if e.status == "exited" and getattr(e, "cancelled", False):
+        return f"cancelled ({signal_name(e.signal)})" if e.signal is not None else \
+            f"cancelled (exited {e.exit_code})"
+    if e.status == "running" and getattr(e, "paused", False):
+        return "paused"
     if e.status == "exited":
         if e.signal is not None:
             return f"killed ({signal_name(e.signal)})"
@@ -88,6 +93,8 @@ def fmt_status(e) -> str:
 
 def status_colour(e) -> str | None:
     """vigil's colour for a state (ls): what needs a look stands out."""
+    if getattr(e, "cancelled", False) or getattr(e, "paused", False):
+        return "blue"
     if e.status == "exited":
         return "green" if e.exit_code == 0 and e.signal is None else "red"
     if e.status == "unknown":

@@ -1,4 +1,4 @@
-"""Reading what ran: `vigil ls`, `show`, `logs`, `wait`, `explain`."""
+"""Reading what ran: `vigil ls`, `show`, `logs`, `events`, `wait`, `explain`."""
 
 from __future__ import annotations
 
@@ -44,7 +44,10 @@ def cmd_ls(args: argparse.Namespace) -> int:
         first = None
         while want is None or len(rows) < want:
             n = LIST_PAGE if want is None else min(LIST_PAGE, want - len(rows))
-            page = scope.execution({"type": "list", "limit": n, "offset": len(rows)}).data
+            action = {"type": "list", "limit": n, "offset": len(rows)}
+            if args.state:
+                action["state"] = args.state
+            page = scope.execution(action).data
             first = first or page
             rows += page.executions
             if len(page.executions) < n or len(rows) >= page.total:
@@ -54,8 +57,9 @@ def cmd_ls(args: argparse.Namespace) -> int:
                     retention_shell_commands=first.retention_shell_commands)
     output.emit(data, args.json, table)
     if not args.json and len(rows) < data.total:
-        output.note(f"{len(rows)} of {data.total} retained executions shown, newest first; "
-                    "`vigil ls --all` lists them all")
+        which = f"{args.state} " if args.state else ""
+        output.note(f"{len(rows)} of {data.total} retained {which}executions shown, newest "
+                    "first; `vigil ls --all` lists them all")
     return output.OK
 
 
@@ -107,7 +111,9 @@ def cmd_show(args: argparse.Namespace) -> int:
             f"output    {out.total_bytes} bytes, {out.retained_bytes} retained"
             + (f", {out.dropped_bytes} dropped" if out.dropped_bytes else ""),
             f"terminal  {e.rows}x{e.cols}",
+            f"rerun of  {e.rerun_of}" if e.rerun_of else None,
         ]
+        lines += [f"rerun as  {rid}" for rid in d.reruns]
         if e.runtime:
             r = e.runtime
             lines.append(f"guardian  pid {r.guardian_pid}, child pid {r.child_pid}")
@@ -153,6 +159,52 @@ def cmd_logs(args: argparse.Namespace) -> int:
     return output.OK
 
 
+# --- events -------------------------------------------------------------------------------
+
+
+def cmd_events(args: argparse.Namespace) -> int:
+    """The execution's log, oldest first: every page from --offset (or --limit of them)."""
+    from vigil.protocol.api.execution import EventsData
+
+    from .. import output
+
+    if args.limit is not None and args.limit < 1:
+        raise UsageError(f"--limit must be at least 1, got {args.limit}")
+    if args.offset < 0:
+        raise UsageError(f"--offset must be 0 or more, got {args.offset}")
+    client, scope = open_scope(args)
+    with client:
+        eid = scope.resolve(args.id)
+        events: list = []
+        offset = args.offset
+        while True:
+            want = None if args.limit is None else min(args.limit - len(events), 1000)
+            action = {"type": "events", "execution_id": eid, "offset": offset,
+                      "level": args.level, "limit": want or 1000}
+            page = scope.execution(action).data
+            events += page.events
+            offset = page.next_offset
+            if not page.has_more or (args.limit is not None and len(events) >= args.limit):
+                break
+    data = EventsData(execution_id=eid, events=events, next_offset=offset,
+                      has_more=page.has_more, first_offset=page.first_offset,
+                      dropped=page.dropped)
+
+    def human(d) -> str:
+        import datetime
+
+        lines = []
+        for ev in d.events:
+            at = datetime.datetime.fromtimestamp(ev.at_unix_ms / 1000).strftime("%H:%M:%S.%f")
+            lines.append(f"{ev.seq:>5}  {at[:-3]}  {ev.level.upper():<5}  {ev.message}")
+        return "\n".join(lines)
+
+    output.emit(data, args.json, human)
+    if not args.json and data.dropped and args.offset < data.first_offset:
+        output.note(f"the oldest {data.dropped} entries are no longer kept (the log is bounded)")
+    return output.OK
+
+
 # --- wait ---------------------------------------------------------------------------------
 
 
@@ -162,6 +214,8 @@ def describe(ex) -> str:
         return fmt_status(ex)
     if ex.status == "unknown":
         return "unknown"
+    if ex.paused:
+        return "paused"
     return ex.recognized_state or "running"
 
 
@@ -283,6 +337,8 @@ def add_parsers(sub) -> None:
     p.add_argument("--limit", type=int, default=None, metavar="N",
                    help="show at most N (default 50)")
     p.add_argument("--all", action="store_true", help="show every retained execution")
+    p.add_argument("--state", choices=("active", "history"), default=None,
+                   help="only the running (and paused) ones, or only those that ended")
     json_flag(p)
     p.set_defaults(handler=cmd_ls)
 
@@ -300,6 +356,22 @@ def add_parsers(sub) -> None:
     p.add_argument("--raw", action="store_true", help=RAW_HELP)
     json_flag(p)
     p.set_defaults(handler=cmd_logs)
+
+    p = sub.add_parser(
+        "events", help="what vigil did and saw for an execution (its log)",
+        description="Print an execution's log, oldest first: its guardian connecting or "
+                    "lost, output lost, states recognized, prompts, signals, pauses, "
+                    "cancellation, recovery — not the program's output (that is `vigil "
+                    "logs`). Each line: sequence number, time, level, message.")
+    p.add_argument("id", help=ID_HELP)
+    p.add_argument("--level", choices=("debug", "info", "warn", "error"), default="debug",
+                   help="show only entries at this level or above (default: all)")
+    p.add_argument("--offset", type=int, default=0, metavar="SEQ",
+                   help="start at this sequence number (default 0)")
+    p.add_argument("--limit", type=int, default=None, metavar="N",
+                   help="show at most N entries (default: all kept)")
+    json_flag(p)
+    p.set_defaults(handler=cmd_events)
 
     p = sub.add_parser(
         "wait", help="wait until executions exit or reach a state",

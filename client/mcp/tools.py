@@ -57,21 +57,25 @@ SPECS = {
         "wait_policy adaptive/task runs it as a background Task observed through Execution), "
         "status_check, send_text, send_specials, send_ascii (input to the running command), "
         "screen, inspect, wait_for_turn, prompt (type a line into the shell's program and wait "
-        "for its turn). wait_for_seconds bounds the inline wait; a command still running is "
-        "reported, never killed.",
+        "for its turn), rerun (an execution again as a new one: a run with its argv, cwd, env "
+        "and size; a shell command in the shell as its next generation). wait_for_seconds "
+        "bounds the inline wait; a command still running is reported, never killed.",
         read_only=False, destructive=True, open_world=False),
     "Execution": ToolSpec(
         "Execution", "Execution",
         "Read the history of accepted commands: action.type list, get, read (bounded pages of "
         "output, screen or detection; continue with next_cursor), observe (1-32 executions in "
         "one call), wait (changes after a catalog cursor, at most 30 s), explain (turn "
-        "recognition). Read-only.",
+        "recognition), events (the execution's log: what vigil did and saw, by level, paged "
+        "by offset), iterations (a persistent shell's commands). list takes state active or "
+        "history. Read-only.",
         read_only=True, destructive=False, open_world=False),
     "Agent": ToolSpec(
         "Agent", "Agent",
         "Observe agent executions (list, get, read, explain, wait) and prompt one once per "
         "prompt_id, with a receipt (delivered/refused/uncertain; never resend an uncertain "
-        "one). backend herdr reaches operator-configured Herdr targets.",
+        "one); approve one recognized as awaiting approval, once per approval_id (its "
+        "recognizer's approve keys). backend herdr reaches operator-configured Herdr targets.",
         read_only=False, destructive=True, open_world=True),
     "Temporary": ToolSpec(
         "Temporary", "Temporary",

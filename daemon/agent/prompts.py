@@ -19,6 +19,12 @@ Order of a submission, and why:
    could fake that, so activity stays `unconfirmed` for the receipt's lifetime.
 6. The inline wait ends on a requested state reached *after* activity (a stale idle screen
    never satisfies it), on exit, on a generation change, or at the timeout.
+
+`approve` (seeds/002, `POST /executions/:id/approve`) follows the same order for an
+execution recognized as `awaiting_approval`: the keys its manifest names (`approve_keys`)
+are pressed once per `approval_id`, behind a receipt persisted `uncertain` first; a repeat
+of the id is answered from the receipt. Approval receipts live beside prompt receipts under
+a key no prompt id can spell (`!approve/<id>`).
 """
 
 from __future__ import annotations
@@ -34,6 +40,7 @@ from vigil.daemon.store import ExecutionNotFound, Store, parse_execution_id
 from vigil.protocol.api.agent import AgentParams, Receipt
 from vigil.protocol.api.shell import PromptResult, TurnResult
 from vigil.protocol.errors import ErrorCode, VigilError, invalid_request
+from vigil.protocol.keys import key_bytes
 from vigil.daemon.settings import Settings
 
 from ..recognize.live import recognition_input
@@ -42,6 +49,9 @@ from ..runtime.manager import RuntimeManager
 from ..transcript.recorder import Recorder
 
 _PROMPT_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}")
+#: Receipt-key prefix of approvals: '!' and '/' are outside _PROMPT_ID, so no prompt id
+#: can collide with an approval id.
+_APPROVAL_KEY = "!approve/"
 _encoder = msgspec.msgpack.Encoder()
 _decoder = msgspec.msgpack.Decoder(Receipt)
 DEFAULT_WAIT_FOR = ["awaiting_input", "awaiting_approval", "exited"]
@@ -105,6 +115,20 @@ def _verdict(watch: _Watch, delivery: str) -> tuple[str, str, str]:
         activity, reason = "unconfirmed", "no work or approval observed after submission"
     condition = watch.condition or ("timed_out" if delivery == "delivered" else "pending")
     return activity, reason, condition
+
+
+class _LeftApproval(_Watch):
+    """Watches detections after approve keys: the first state other than
+    `awaiting_approval` (or `unknown`) is where the program went: the `condition`."""
+
+    def __init__(self, live, registry: Registry, recognizer: str):
+        super().__init__([], False, live.record.generation, live, registry, recognizer)
+
+    def on_detection(self, detection, reported: str | None, inp=None) -> None:
+        if self.recognizer != "auto" and inp is not None:
+            detection = self.registry.detect(self.recognizer, inp, detection.kernel)
+        if detection.state not in ("awaiting_approval", "unknown"):
+            self._decide(detection.state)
 
 
 class PromptService:
@@ -188,6 +212,10 @@ class PromptService:
         delivery, why = await self._deliver_and_wait(eid, live, snap, params.text, watch, timeout)
         receipt = self._conclude(receipt, watch, delivery, why)
         await self._save(receipt)
+        self.runtimes.events.add(eid, "info" if delivery == "delivered" else "warn", "prompt",
+                                 f"prompt {prompt_id}: {delivery}, activity {receipt.activity}, "
+                                 f"then {receipt.condition}", prompt_id=prompt_id,
+                                 delivery=delivery)
         return receipt, False
 
     async def _ready(self, rec, recognizer: str):
@@ -287,6 +315,91 @@ class PromptService:
                                        activity=activity, activity_reason=reason,
                                        condition=condition, updated_at_unix_ms=self.store.clock())
 
+    # --- approvals ------------------------------------------------------------------------------
+
+    async def approve(self, scope: str, params: AgentParams) -> tuple[Receipt, bool, list[str]]:
+        """Press the manifest's approve keys once per approval id: (receipt, replayed, keys).
+
+        Raises:
+            VigilError: `invalid_request` (target, approval_id, timeout), `not_found`,
+                `conflict` (not running, or not awaiting approval now: nothing sent),
+                `unavailable` (the recognizer names no approve keys, or the guardian cannot
+                confirm delivery).
+        """
+        if params.backend != "native":
+            raise invalid_request("approve is a native action: Herdr targets are answered "
+                                  "in Herdr", "params.backend")
+        if not params.approval_id or not _PROMPT_ID.fullmatch(params.approval_id):
+            raise invalid_request("approval_id is required: 1-128 characters of letters, "
+                                  "digits and _.:-, starting with a letter or digit",
+                                  "params.approval_id")
+        eid, _, timeout = self._validate(
+            msgspec.structs.replace(params, prompt_id=params.approval_id), need_text=False)
+        key = _APPROVAL_KEY + params.approval_id
+        await self.runtimes.ingest.flush()
+        rec = await self._record(scope, eid)
+        existing = await self._load(eid, rec.generation, key)
+        if existing is not None:
+            return (msgspec.structs.replace(existing, prompt_id=params.approval_id), True,
+                    list(existing.wait_for))
+        live = self.runtimes.live.get(eid)
+        if live is None or live.screen is None or rec.is_terminal:
+            raise VigilError(ErrorCode.CONFLICT, "the target is not running",
+                             {"execution_id": eid, "status": rec.status})
+        snap, detection = await self._detect(rec, live, params.recognizer)
+        if detection.state != "awaiting_approval":
+            raise VigilError(ErrorCode.CONFLICT,
+                             f"the target is not awaiting approval: recognizer "
+                             f"{detection.recognizer!r} says {detection.state!r}",
+                             {"state": detection.state, "recognizer": detection.recognizer,
+                              "input_sent": False})
+        keys = list(self.registry.get(detection.recognizer).approve_keys)
+        if not keys:
+            raise VigilError(ErrorCode.UNAVAILABLE,
+                             f"recognizer {detection.recognizer!r} names no approve keys "
+                             "(approve_keys in its manifest)",
+                             {"recognizer": detection.recognizer, "input_sent": False})
+        now = self.store.clock()
+        receipt = Receipt(
+            prompt_id=key, execution_id=eid, generation=rec.generation,
+            runtime_id=rec.runtime.runtime_id if rec.runtime else "",
+            payload_digest=digest(" ".join(keys)), delivery="uncertain",
+            activity="unconfirmed", activity_reason="not observed yet", condition="pending",
+            bracketed_paste=snap.bracketed_paste, submitted_at_unix_ms=now,
+            updated_at_unix_ms=now, recognizer=params.recognizer, wait_for=keys)
+        await self._save(receipt)  # LIMIT_EXCEEDED past receipts_per_generation: nothing sent
+        left = _LeftApproval(live, self.registry, params.recognizer)
+        if live.recognition is not None:
+            live.recognition.listeners.append(left.on_detection)
+        delivery, why = "uncertain", None
+        try:
+            try:
+                with phase("native_prompt_rpc"):
+                    await self.runtimes.send_input(eid, b"".join(key_bytes(k) for k in keys))
+                delivery = "delivered"
+            except VigilError as exc:
+                refused = exc.code not in (ErrorCode.TIMEOUT, ErrorCode.BUSY)
+                delivery, why = ("refused" if refused else "uncertain"), exc.message
+            if delivery == "delivered":
+                await self._wait(left, live, timeout)
+        finally:
+            if live.recognition is not None and left.on_detection in live.recognition.listeners:
+                live.recognition.listeners.remove(left.on_detection)
+        confirmed = left.condition is not None
+        receipt = msgspec.structs.replace(
+            receipt, delivery=delivery, delivery_reason=why,
+            activity="confirmed" if confirmed else "unconfirmed",
+            activity_reason="the approval prompt went away after the keys" if confirmed
+            else "the program still asks for approval",
+            condition=left.condition or ("timed_out" if delivery == "delivered" else "pending"),
+            updated_at_unix_ms=self.store.clock())
+        await self._save(receipt)
+        self.runtimes.events.add(eid, "info" if delivery == "delivered" else "warn", "approve",
+                                 f"approval {params.approval_id}: pressed {' '.join(keys)} "
+                                 f"({delivery}; then {receipt.condition})",
+                                 approval_id=params.approval_id, delivery=delivery)
+        return msgspec.structs.replace(receipt, prompt_id=params.approval_id), False, keys
+
     # --- BashCommand's generic prompt and turn wait ------------------------------------------
 
     async def submit(self, scope: str, eid: str, text: str, *, recognizer: str,
@@ -302,6 +415,9 @@ class PromptService:
                        self.registry, recognizer)
         delivery, why = await self._deliver_and_wait(eid, live, snap, text, watch, timeout)
         activity, reason, condition = _verdict(watch, delivery)
+        self.runtimes.events.add(eid, "info" if delivery == "delivered" else "warn", "prompt",
+                                 f"prompt (no receipt): {delivery}, activity {activity}, "
+                                 f"then {condition}", delivery=delivery)
         return PromptResult(execution_id=eid, generation=rec.generation, delivery=delivery,
                             activity=activity, activity_reason=reason, condition=condition,
                             bracketed_paste=snap.bracketed_paste,

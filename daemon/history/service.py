@@ -1,6 +1,7 @@
 """The `Execution` service: list, get, read, observe, wait and explain (seeds/000: "List,
 inspect, and explain", "Read bounded output pages", "Observe several executions in one
-call", "Wait for changes across executions").
+call", "Wait for changes across executions"), events and iterations (seeds/002: "Execution
+logs", "Replay and rerun").
 
 - Every request is validated whole by `validate` *before* session admission or history
   access (the dispatcher calls it first), so a bad request with a bad thread is
@@ -27,7 +28,7 @@ import trio
 
 from vigil.daemon.recognize import RecognitionInput, Registry
 from vigil.daemon.recognize.live import recognition_input
-from vigil.daemon.rpc.views import compact_view, execution_view, recovery_of
+from vigil.daemon.rpc.views import bounded_command, compact_view, execution_view, recovery_of
 from vigil.daemon.runtime.lifecycle import LifecycleBus
 from vigil.daemon.runtime.manager import RuntimeManager
 from vigil.daemon.settings import Settings
@@ -47,13 +48,20 @@ from vigil.protocol.api.execution import (
     AgentLogView,
     Change,
     DetectionSummary,
+    EVENT_LEVELS,
+    EventsAction,
+    EventsData,
     ExecutionAction,
+    ExecutionEvent,
     ExecutionResult,
     ExplainAction,
     ExplainData,
     GetAction,
     GetData,
     ItemError,
+    Iteration,
+    IterationsAction,
+    IterationsData,
     ListAction,
     ListData,
     Observation,
@@ -97,6 +105,8 @@ class ExecutionService:
                  registry: Registry, settings: Settings, agent_logs: AgentLogs | None = None):
         self.store = store
         self.runtimes = runtimes
+        #: Each execution's log (`events`), written by the runtime manager and the controls.
+        self.events = runtimes.events
         self.bus = bus
         self.registry = registry
         self.settings = settings
@@ -113,8 +123,14 @@ class ExecutionService:
             if action.limit is not None and not 1 <= action.limit <= s.list_limit_max:
                 raise invalid_request(f"limit must be between 1 and {s.list_limit_max}, got "
                                       f"{action.limit}", f"{where}.limit")
-        elif isinstance(action, (GetAction, ExplainAction)):
+        elif isinstance(action, (GetAction, ExplainAction, IterationsAction)):
             _execution_id(action.execution_id, f"{where}.execution_id")
+        elif isinstance(action, EventsAction):
+            _execution_id(action.execution_id, f"{where}.execution_id")
+            if action.limit is not None and not 1 <= action.limit <= s.execution_events_page_max:
+                raise invalid_request(f"limit must be between 1 and "
+                                      f"{s.execution_events_page_max}, got {action.limit}",
+                                      f"{where}.limit")
         elif isinstance(action, ReadAction):
             _execution_id(action.execution_id, f"{where}.execution_id")
             if not (math.isfinite(action.wait_seconds) and
@@ -220,7 +236,7 @@ class ExecutionService:
         limit = action.limit if action.limit is not None else self.settings.list_limit_default
         with phase("catalog"):
             listing = await trio.to_thread.run_sync(self.store.list, scope, limit,
-                                                    action.offset)
+                                                    action.offset, action.state)
         budget = self.settings.view_list_command_bytes
         return ExecutionResult(data=ListData(
             executions=[execution_view(r, command_bytes=budget, pending=self._pending(r))
@@ -233,11 +249,64 @@ class ExecutionService:
 
     async def get(self, scope: str, action: GetAction) -> ExecutionResult[GetData]:
         rec = await self._record(scope, action.execution_id)
+        with phase("catalog"):
+            reruns = await trio.to_thread.run_sync(self.store.reruns_of, scope,
+                                                   rec.execution_id)
         return ExecutionResult(data=GetData(
             execution=execution_view(rec, command_bytes=self.settings.view_get_command_bytes,
                                      pending=self._pending(rec)),
             recovery=recovery_of(rec),
-            env=rec.env if action.include_env else None))
+            env=rec.env if action.include_env else None,
+            reruns=reruns))
+
+    # --- events and iterations -----------------------------------------------------------------
+
+    async def events_page(self, scope: str, action: EventsAction
+                          ) -> ExecutionResult[EventsData]:
+        """One page of the execution's log (entries queued before the call included)."""
+        limit = action.limit or self.settings.execution_events_page_default
+        await self.events.flush()
+        with phase("catalog"):
+            _rec, page = await trio.to_thread.run_sync(
+                self.store.read_events, scope, action.execution_id, action.offset, limit,
+                EVENT_LEVELS.index(action.level))
+        return ExecutionResult(data=EventsData(
+            execution_id=action.execution_id,
+            events=[ExecutionEvent(seq=seq, at_unix_ms=e.at_unix_ms, level=EVENT_LEVELS[e.level],
+                                   kind=e.kind, message=e.message, data=e.data)
+                    for seq, e in page.entries],
+            next_offset=page.next_offset, has_more=page.has_more,
+            first_offset=page.first_offset, dropped=page.first_offset))
+
+    async def iterations(self, scope: str, action: IterationsAction
+                         ) -> ExecutionResult[IterationsData]:
+        """The commands of the persistent shell `execution_id` names (the shell itself or
+        one of its commands), oldest first."""
+        rec = await self._record(scope, action.execution_id)
+        if rec.kind == "standalone" or rec.runtime is None:
+            raise VigilError(ErrorCode.CONFLICT, "iterations belong to a persistent shell: "
+                             f"this execution is {rec.kind!r}, not a shell or its command",
+                             {"execution_id": rec.execution_id, "kind": rec.kind})
+        runtime_id = rec.runtime.runtime_id
+        with phase("catalog"):
+            listing = await trio.to_thread.run_sync(self.store.list, scope,
+                                                    self.settings.list_limit_max)
+        shell = next((r for r in listing.records if r.kind == "shell" and r.runtime
+                      and r.runtime.runtime_id == runtime_id), None)
+        commands = sorted((r for r in listing.records if r.kind == "shell_command"
+                           and r.runtime and r.runtime.runtime_id == runtime_id),
+                          key=lambda r: (r.generation, r.started_unix_ms))
+        return ExecutionResult(data=IterationsData(
+            shell_execution_id=shell.execution_id if shell else rec.execution_id,
+            iterations=[self._iteration(r) for r in commands]))
+
+    def _iteration(self, rec: ExecutionRecord) -> Iteration:
+        command, _, cut, _ = bounded_command(rec.command, None,
+                                             self.settings.view_list_command_bytes)
+        return Iteration(execution_id=rec.execution_id, generation=rec.generation,
+                         command=command, command_truncated=cut, status=rec.status,
+                         exit_code=rec.exit_code, started_unix_ms=rec.started_unix_ms,
+                         rerun_of=rec.rerun_of)
 
     # --- read -----------------------------------------------------------------------------------
 

@@ -22,6 +22,7 @@ from vigil.protocol.api.agent import (
     NativeListData,
     NativeReadData,
     NativeWaitData,
+    ApproveData,
     PromptData,
     ReceiptData,
 )
@@ -42,7 +43,7 @@ _NATIVE = {"list": NativeListData, "get": NativeGetData, "read": NativeReadData,
 
 
 def authority(params: AgentParams) -> Need:
-    return Need.PROMPT if params.action == "prompt" else Need.AGENT
+    return Need.PROMPT if params.action in ("prompt", "approve") else Need.AGENT
 
 
 def _target(params: AgentParams) -> str:
@@ -79,6 +80,9 @@ def install(dispatcher: Dispatcher, *, service: ExecutionService, prompts: Promp
 
     @dispatcher.route("Agent", authority=authority, validate=validate)
     async def agent(ctx: CallContext, params: AgentParams) -> AgentResult:
+        if params.action == "approve":
+            receipt, replayed, keys = await prompts.approve(ctx.scope, params)
+            return AgentResult(data=ApproveData(receipt=receipt, replayed=replayed, keys=keys))
         if params.backend == "herdr":
             return await herdr(ctx, params)
         action = native_action(params)

@@ -1,5 +1,6 @@
-"""`run`, `Execution`, `follow`, `signal`, `resolve`: thin routes onto the runtime manager,
-the Execution service and the output stream."""
+"""`run`, `Execution`, `follow`, `signal`, `resolve`, `cancel`, `pause`, `resume`, `rerun`:
+thin routes onto the runtime manager, the controls, the persistent shells, the Execution
+service and the output stream."""
 
 from __future__ import annotations
 
@@ -12,19 +13,28 @@ from vigil.daemon.history.service import ExecutionService
 from vigil.daemon.rpc.authority import Need
 from vigil.daemon.rpc.dispatch import CallContext, Dispatcher
 from vigil.daemon.rpc.views import execution_view
+from vigil.protocol.api.execution import ExecutionView
+from vigil.daemon.runtime.controls import Controls
 from vigil.daemon.runtime.live import Follower
 from vigil.daemon.runtime.manager import RuntimeManager, parse_signal
+from vigil.daemon.shell.manager import ShellManager
 from vigil.daemon.settings import Settings
 from vigil.daemon.store import ExecutionNotFound, Store, parse_execution_id
 from vigil.protocol.api.execution import (
+    ControlParams,
+    ControlResult,
+    EventsAction,
     ExecutionParams,
     ExecutionResult,
     ExplainAction,
     FollowParams,
     GetAction,
+    IterationsAction,
     ListAction,
     ObserveAction,
     ReadAction,
+    RerunParams,
+    RerunResult,
     ResolveParams,
     ResolveResult,
     RunParams,
@@ -55,7 +65,8 @@ async def scoped_record(store: Store, ctx: CallContext, execution_id: str,
 
 
 def install(dispatcher: Dispatcher, *, store: Store, runtimes: RuntimeManager,
-            service: ExecutionService, outputs: OutputStream, settings: Settings) -> None:
+            service: ExecutionService, outputs: OutputStream, settings: Settings,
+            controls: Controls, shells: ShellManager) -> None:
     @dispatcher.route("run", authority=Need.RUN)
     async def run(ctx: CallContext, params: RunParams) -> RunResult:
         thread = ctx.thread
@@ -135,6 +146,74 @@ def install(dispatcher: Dispatcher, *, store: Store, runtimes: RuntimeManager,
                              "give more characters", {"matches": matches[:10]})
         return ResolveResult(execution_id=matches[0])
 
+    def view(record) -> ExecutionView:
+        return record_view(record, runtimes, settings)
+
+    @dispatcher.route("pause", authority=Need.RUN)
+    async def pause(ctx: CallContext, params: ControlParams) -> ControlResult:
+        record = await controls.pause(await scoped_record(store, ctx, params.execution_id))
+        return ControlResult(execution_id=record.execution_id, action="pause",
+                             execution=view(record))
+
+    @dispatcher.route("resume", authority=Need.RUN)
+    async def resume(ctx: CallContext, params: ControlParams) -> ControlResult:
+        record = await controls.resume(await scoped_record(store, ctx, params.execution_id))
+        return ControlResult(execution_id=record.execution_id, action="resume",
+                             execution=view(record))
+
+    @dispatcher.route("cancel", authority=Need.RUN)
+    async def cancel(ctx: CallContext, params: ControlParams) -> ControlResult:
+        record, killed = await controls.cancel(
+            await scoped_record(store, ctx, params.execution_id))
+        return ControlResult(execution_id=record.execution_id, action="cancel",
+                             execution=view(record), killed=killed)
+
+    @dispatcher.route("rerun", authority=Need.RUN)
+    async def rerun(ctx: CallContext, params: RerunParams) -> RerunResult:
+        return await rerun_execution(ctx, params.execution_id, store=store, runtimes=runtimes,
+                                     shells=shells, settings=settings)
+
+
+def record_view(record, runtimes: RuntimeManager, settings: Settings) -> ExecutionView:
+    """The view `get` shows of `record` (an answer about one execution)."""
+    return execution_view(record, command_bytes=settings.view_get_command_bytes,
+                          pending=runtimes.output_pending(record))
+
+
+async def rerun_execution(ctx: CallContext, execution_id: str, *, store: Store,
+                          runtimes: RuntimeManager, shells: ShellManager, settings: Settings,
+                          field: str = "params.execution_id") -> RerunResult:
+    """A standalone run again with its argv, cwd, environment and size; a shell's command
+    again in the thread's shell, as its next generation (the `rerun` method and BashCommand's
+    `rerun` action). The old record is not touched: the link is the new one's `rerun_of`."""
+    old = await scoped_record(store, ctx, execution_id, field)
+    eid = old.execution_id
+    if old.kind == "shell":
+        raise VigilError(ErrorCode.CONFLICT, "a persistent shell is not rerun: rerun one "
+                         "of its iterations (`Execution iterations`)",
+                         {"execution_id": eid, "kind": old.kind})
+    if old.kind == "shell_command":
+        _session, new_eid = await shells.command(ctx.thread, old.command, rerun_of=eid)
+        await runtimes.ingest.flush()
+        record = await scoped_record(store, ctx, new_eid)
+    else:
+        if old.env is None or not old.argv:
+            raise VigilError(ErrorCode.CONFLICT, "this execution cannot be rerun: its "
+                             "environment was not kept (a record from before vigil kept it)",
+                             {"execution_id": eid})
+        if not os.path.isdir(old.cwd):
+            raise VigilError(ErrorCode.CONFLICT, f"cannot rerun: its working directory "
+                             f"{old.cwd!r} no longer exists", {"execution_id": eid})
+        thread = ctx.thread
+        record = await runtimes.start(
+            scope=thread.scope, thread_id=thread.thread_id,
+            workspace_root=thread.workspace_root, argv=list(old.argv), command=old.command,
+            cwd=old.cwd, env=dict(old.env), rows=old.rows, cols=old.cols,
+            name=old.name or "", keep_env=True, rerun_of=eid)
+    runtimes.events.add(eid, "info", "rerun", f"rerun as {record.execution_id}",
+                        rerun=record.execution_id)
+    return RerunResult(execution=record_view(record, runtimes, settings), rerun_of=eid)
+
 
 async def dispatch_action(service: ExecutionService, ctx: CallContext, action
                           ) -> ExecutionResult:
@@ -153,4 +232,8 @@ async def dispatch_action(service: ExecutionService, ctx: CallContext, action
             return await service.wait(scope, action, ctx.started, ctx.wait_profile)
         case ExplainAction():
             return await service.explain(scope, action)
+        case EventsAction():
+            return await service.events_page(scope, action)
+        case IterationsAction():
+            return await service.iterations(scope, action)
     raise AssertionError(f"unrouted action {action!r}")  # the tagged union admits no other

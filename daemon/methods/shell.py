@@ -19,6 +19,7 @@ from vigil.protocol.api.shell import (
     InspectAction,
     InspectResult,
     PromptAction,
+    RerunAction,
     ScreenAction,
     SendAsciiAction,
     SendSpecialsAction,
@@ -32,7 +33,7 @@ from vigil.protocol.settings import omitted_wait
 from ..rpc.dispatch import CallContext, Dispatcher
 from ..runtime.manager import RuntimeManager
 from ..shell.manager import ShellManager, keys_to_bytes
-from .execution import scoped_record
+from .execution import rerun_execution, scoped_record
 from .terminal import screen_of
 
 #: Actions that type into the shell: raw input (wcgw mode).
@@ -93,6 +94,14 @@ def install(dispatcher: Dispatcher, *, shells: ShellManager, runtimes: RuntimeMa
     @dispatcher.route("BashCommand", authority=authority)
     async def bash_command(ctx: CallContext, params: BashCommandParams):
         action = params.action
+        if isinstance(action, RerunAction):
+            if params.wait_for_seconds is not None or params.wait_policy is not None:
+                field = "wait_for_seconds" if params.wait_for_seconds is not None else "wait_policy"
+                raise invalid_request(f"rerun answers once started, with no inline wait: "
+                                      f"{field} does not apply", f"params.{field}")
+            return await rerun_execution(ctx, action.execution_id, store=store,
+                                         runtimes=runtimes, shells=shells, settings=settings,
+                                         field="params.action.execution_id")
         if isinstance(action, _VIEW_ACTIONS + (PromptAction,)):
             if params.wait_for_seconds is not None or params.wait_policy is not None:
                 field = "wait_for_seconds" if params.wait_for_seconds is not None else "wait_policy"
@@ -120,7 +129,7 @@ def install(dispatcher: Dispatcher, *, shells: ShellManager, runtimes: RuntimeMa
                                       "params.generation")
             if wait.policy != "synchronous":
                 return await task(ctx, action.command, wait)
-            session = await shells.command(thread, action.command)
+            session, _eid = await shells.command(thread, action.command)
             await shells.wait(session, wait.seconds)
             return await answer(session)
         if isinstance(action, StatusCheckAction):

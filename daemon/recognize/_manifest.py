@@ -6,6 +6,8 @@ Format (stdlib `tomllib`)::
     name = "claude"                 # [a-z0-9][a-z0-9_-]*, not "auto"
     version = "1"                   # a string, reported in `explain`
     match_foreground = ["claude"]   # fnmatch patterns for `auto` (optional)
+    approve_keys = ["1"]            # keys `approve` presses at an approval prompt (optional;
+                                    # tmux names, vigil.protocol.keys)
     description = "..."             # optional
     defer_to_kernel = false         # optional: kernel evidence outranks these rules
 
@@ -39,10 +41,13 @@ import tomllib
 from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
 
+from vigil.protocol.keys import UnknownKey, key_bytes
+
 from ._conditions import CONDITION_KEYS, ConditionError, Node, _KeyCounter, compile_condition
 from ._model import STATES
 
-MANIFEST_KEYS = frozenset(("name", "version", "match_foreground", "description", "defer_to_kernel"))
+MANIFEST_KEYS = frozenset(("name", "version", "match_foreground", "description",
+                           "approve_keys", "defer_to_kernel"))
 RULE_KEYS = frozenset(("name", "state", "priority", "region", "description"))
 _NAME = re.compile(r"[a-z0-9][a-z0-9_-]{0,63}\Z")
 #: Priorities are plain ordering keys; the bound only keeps reports readable.
@@ -94,6 +99,9 @@ class Manifest:
     ordered: tuple[Rule, ...] = field(default=(), repr=False)
     #: Kernel evidence outranks the rules (see the module doc).
     defer_to_kernel: bool = False
+    #: What `approve` presses when this recognizer says `awaiting_approval` (empty: the
+    #: program's approvals cannot be answered by vigil).
+    approve_keys: tuple[str, ...] = ()
 
     def matches_foreground(self, names: list[str]) -> str | None:
         """The first `names` entry that one of `match_foreground`'s patterns matches."""
@@ -206,7 +214,16 @@ def parse_manifest(text: str | bytes, file: str) -> Manifest:
         raise head_error("description", "[manifest].description must be a string")
     defer = head.get("defer_to_kernel", False)
     if not isinstance(defer, bool):
-        raise head_error("defer_to_kernel", f"[manifest].defer_to_kernel must be true or false, got {defer!r}")
+        raise head_error("defer_to_kernel",
+                         f"[manifest].defer_to_kernel must be true or false, got {defer!r}")
+    approve = head.get("approve_keys", [])
+    if not isinstance(approve, list) or not all(isinstance(x, str) and x for x in approve):
+        raise head_error("approve_keys", "[manifest].approve_keys must be an array of key names")
+    for key in approve:
+        try:
+            key_bytes(key)
+        except UnknownKey as exc:
+            raise head_error("approve_keys", f"[manifest].approve_keys: {exc}") from None
 
     raw_rules = data.get("rule")
     if raw_rules is None:
@@ -219,7 +236,8 @@ def parse_manifest(text: str | bytes, file: str) -> Manifest:
         rules.append(_parse_rule(raw, i, file, loc, names))
     ordered = tuple(sorted(rules, key=lambda r: (-r.priority, r.index)))
     return Manifest(name=name, version=version, rules=tuple(rules), match_foreground=tuple(fg),
-                    description=desc, source=file, ordered=ordered, defer_to_kernel=defer)
+                    description=desc, source=file, ordered=ordered, defer_to_kernel=defer,
+                    approve_keys=tuple(approve))
 
 
 def _parse_rule(raw: object, i: int, file: str, loc: _Locator, names: set[str]) -> Rule:

@@ -88,6 +88,9 @@ def execution_view(rec: ExecutionRecord, *, command_bytes: int, pending: bool) -
         recognized_state=rec.recognized_state,
         command_truncated=command_cut,
         argv_truncated=argv_cut,
+        paused=rec.paused,
+        cancelled=rec.cancelled,
+        rerun_of=rec.rerun_of,
     )
 
 
@@ -96,7 +99,7 @@ def compact_view(rec: ExecutionRecord, *, pending: bool) -> CompactExecution:
         execution_id=rec.execution_id, status=rec.status, exit_code=rec.exit_code,
         signal=rec.signal, recognized_state=rec.recognized_state, generation=rec.generation,
         observed_at_unix_ms=rec.observed_at_unix_ms, output_pending=pending,
-        output_total_bytes=rec.output_total_bytes)
+        output_total_bytes=rec.output_total_bytes, paused=rec.paused, cancelled=rec.cancelled)
 
 
 def recovery_of(rec: ExecutionRecord) -> RecoveryAdvice:

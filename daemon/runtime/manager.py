@@ -44,6 +44,7 @@ from vigil.daemon.store import (
 )
 from vigil.protocol.errors import ErrorCode, VigilError
 
+from .events import ExecutionLog
 from .ingest import Ingest
 from .lifecycle import LifecycleBus, LifecycleEvent
 from .link import GuardianLink, GuardianRefused
@@ -102,10 +103,13 @@ def to_wire_identity(identity: RuntimeIdentity) -> wire.RuntimeIdentity:
 
 class RuntimeManager:
     def __init__(self, store: Store, settings: Settings, bus: LifecycleBus,
-                 recognitions: RecognitionFactory, *, guardian_dir: str, log_dir: str):
+                 recognitions: RecognitionFactory, *, guardian_dir: str, log_dir: str,
+                 events: ExecutionLog):
         self.store = store
         self.settings = settings
         self.bus = bus
+        #: Each execution's log (what vigil did and saw for it: runtime/events.py).
+        self.events = events
         self.recognitions = recognitions
         self.guardian_dir = guardian_dir
         self.records_dir = os.path.join(guardian_dir, "records")
@@ -148,7 +152,8 @@ class RuntimeManager:
                     kind: str = "standalone",
                     observers: ObserverFactory | None = None,
                     keep_env: bool = False,
-                    followers: tuple[Follower, ...] = ()) -> ExecutionRecord:
+                    followers: tuple[Follower, ...] = (),
+                    rerun_of: str | None = None) -> ExecutionRecord:
         """Record the execution, launch its guardian, attach; returns the running record
         (or, when the command could not be started, the record exited 127 or 126 with its
         `start_error`).
@@ -175,7 +180,7 @@ class RuntimeManager:
             execution_id=eid, scope=scope, thread_id=thread_id, workspace_root=workspace_root,
             command=command, argv=argv, cwd=cwd, name=name or None, kind=kind,
             status="running", started_unix_ms=self.store.clock(), rows=rows, cols=cols,
-            env=dict(env) if keep_env else None)
+            env=dict(env) if keep_env else None, rerun_of=rerun_of)
         with trio.CancelScope(shield=True):
             live = await self._launch(record, env, observers or (lambda record: []), followers)
         if isinstance(live, ExecutionRecord):
@@ -214,11 +219,13 @@ class RuntimeManager:
                     self.bus.publish(LifecycleEvent(kind=kind, scope=record.scope,
                                                     execution_id=eid,
                                                     at_unix_ms=record.observed_at_unix_ms))
+                self.events.outcome(record)
                 return record
             # It never ran: say so on the record (unknown, with the reason) and to the caller.
             reason = f"launch failed: {exc.message}"
             await trio.to_thread.run_sync(lambda: self.store.update(
                 eid, status="unknown", unknown_reason=reason))
+            self.events.add(eid, "error", "launch_failed", reason)
             raise VigilError(exc.code, exc.message, {"execution_id": eid}) from None
         record = await trio.to_thread.run_sync(
             lambda: self.store.update(eid, runtime=to_store_identity(identity)))
@@ -244,10 +251,15 @@ class RuntimeManager:
         records = [r for r in records if r.kind != "shell_command"]
         for record in records:
             if record.runtime is None:
+                reason = "the daemon stopped before the guardian was started"
                 await trio.to_thread.run_sync(lambda r=record: self.store.update(
-                    r.execution_id, status="unknown",
-                    unknown_reason="the daemon stopped before the guardian was started"))
+                    r.execution_id, status="unknown", unknown_reason=reason))
+                self.events.add(record.execution_id, "error", "recovery",
+                                f"recovery after a daemon restart: {reason}")
                 continue
+            self.events.add(record.execution_id, "info", "recovery",
+                            "recovery after a daemon restart: re-attaching to the guardian",
+                            guardian_pid=record.runtime.guardian_pid)
             self._attach(record, self._hooks.observers_for(record))
         for eid, fields in self._hooks.settle_orphans(commands):
             self.ingest.set_fields(eid, **fields)
@@ -292,11 +304,24 @@ class RuntimeManager:
                     outbox_bytes=s.guardian_outbox_bytes)
         except (GuardianError, trio.TooSlowError) as exc:
             log.info("guardian of %s unreachable: %s", eid, exc)
+            self.events.add(eid, "warn", "guardian_unreachable",
+                            f"the guardian did not answer: {exc}")
             await self._settle_lost(live, "the guardian vanished without an exit record")
             return
         link = live.link
         welcome = link.welcome
         stored_end = record.output_total_bytes
+        self.events.add(eid, "info", "guardian_connected",
+                        f"guardian connected (pid {record.runtime.guardian_pid}, child pid "
+                        f"{record.runtime.child_pid}; ring holds {welcome.ring_start}.."
+                        f"{welcome.ring_end}, store {stored_end})",
+                        guardian_pid=record.runtime.guardian_pid, ring_start=welcome.ring_start,
+                        ring_end=welcome.ring_end, stored_end=stored_end)
+        if welcome.ring_start > stored_end:
+            self.events.add(eid, "warn", "gap",
+                            f"output {stored_end}..{welcome.ring_start} was lost in the "
+                            "guardian's ring while no daemon read it",
+                            start=stored_end, end=welcome.ring_start)
         keeper = ScreenKeeper(welcome.rows, welcome.cols, s)
         replay_from = await self._restore_screen(live, keeper, welcome.ring_start)
         link.subscribe(replay_from)
@@ -366,7 +391,13 @@ class RuntimeManager:
                         break
                     elif isinstance(msg, wire.Error):
                         log.warning("guardian of %s: %s: %s", eid, msg.code, msg.message)
+                        self.events.add(eid, "warn", "guardian_error",
+                                        f"guardian error {msg.code}: {msg.message}")
                     elif isinstance(msg, wire.Gap):
+                        self.events.add(eid, "warn", "gap",
+                                        f"output {msg.start}..{msg.end} was lost in the "
+                                        "guardian's ring before it was read",
+                                        start=msg.start, end=msg.end)
                         # The store records the gap from the next Output's offset; viewers
                         # would see a silent hole, so they get a repaint instead.
                         live.screen.keeper.lost()
@@ -454,7 +485,8 @@ class RuntimeManager:
         failing store is retried meanwhile: only then may the guardian forget its records)."""
         self.ingest.set_fields(live.record.execution_id, status="exited",
                                exit_code=status.exit_code, signal=status.signal,
-                               ended_unix_ms=status.ended_unix_ms, recognized_state="exited")
+                               ended_unix_ms=status.ended_unix_ms, recognized_state="exited",
+                               paused=False)
         await self.ingest.durable()
 
     async def _settle_lost(self, live: Live, reason: str) -> None:
@@ -481,7 +513,7 @@ class RuntimeManager:
                                               runtime.runtime_id)
                 return
         self.ingest.set_fields(eid, status="unknown", unknown_reason=reason,
-                               recognized_state="unknown")
+                               recognized_state="unknown", paused=False)
         await self.ingest.durable()
 
     async def _guardian_gone(self, runtime: RuntimeIdentity) -> bool:
@@ -584,14 +616,24 @@ class RuntimeManager:
                 (`timeout`), or is not reading (`busy`); `conflict` if not running.
         """
         live = await self.connected(execution_id)
+        name = signal_mod.Signals(signum).name if signum in _SIGNAL_NUMBERS else str(signum)
         try:
             await live.link.signal(signum, group=True)
         except GuardianRefused as exc:
             if exc.code == ErrorCode.NOT_FOUND:
+                self.events.add(execution_id, "warn", "signal",
+                                f"{name} not delivered: {exc.message}", signal=signum,
+                                delivered=False)
                 return False, exc.message
+            self.events.add(execution_id, "error", "signal",
+                            f"{name} refused by the guardian: {exc.message}", signal=signum)
             raise _control_error(exc, execution_id, "signal") from None
         except GuardianError as exc:
+            self.events.add(execution_id, "error", "signal",
+                            f"{name} not sent: {exc.message}", signal=signum)
             raise _control_error(exc, execution_id, "signal") from None
+        self.events.add(execution_id, "info", "signal", f"{name} sent to the process group",
+                        signal=signum, delivered=True)
         return True, None
 
     async def send_input(self, execution_id: str, data: bytes) -> InputOutcome:
@@ -664,6 +706,7 @@ def repaint_bytes(stored: StoredScreen) -> bytes:
     return "".join(out).encode("utf-8", "surrogateescape")
 
 
+_SIGNAL_NUMBERS = frozenset(int(s) for s in signal_mod.Signals)
 #: How far up the process tree a caller is traced to an execution.
 _ANCESTRY_DEPTH = 64
 #: Field 4 of /proc/PID/stat (ppid); fields after comm start at field 3.

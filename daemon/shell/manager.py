@@ -234,7 +234,10 @@ class ShellManager:
 
     # --- actions ------------------------------------------------------------------------------
 
-    async def command(self, thread: ThreadRecord, text: str) -> ShellSession:
+    async def command(self, thread: ThreadRecord, text: str, rerun_of: str | None = None
+                      ) -> tuple[ShellSession, str]:
+        """Run `text` in the thread's shell as its next generation: (the session, the new
+        command's execution id). `rerun_of`: the iteration it reruns, kept on its record."""
         session = await self.session(thread)
         if session.cmd_eid is not None:
             raise VigilError(
@@ -257,7 +260,7 @@ class ShellManager:
             workspace_root=thread.workspace_root, command=text, argv=None, cwd=session.cwd,
             kind="shell_command", status="running", started_unix_ms=self.store.clock(),
             runtime=self.runtimes.live[session.shell_eid].record.runtime, generation=generation,
-            rows=shell.rows, cols=shell.cols)
+            rows=shell.rows, cols=shell.cols, rerun_of=rerun_of)
         record = await trio.to_thread.run_sync(self.store.create_execution, record)
         self.runtimes.bus.publish(LifecycleEvent(kind="started", scope=record.scope,
                                                  execution_id=eid,
@@ -284,7 +287,7 @@ class ShellManager:
                     f.write(f"rm -f -- '{path}'\n{line}\n")
             line = f". '{path}'"
         await self.runtimes.send_input(session.shell_eid, line.encode() + b"\r")
-        return session
+        return session, eid
 
     async def send(self, thread: ThreadRecord, data: bytes, generation: int | None) -> ShellSession:
         session = await self.session(thread)
@@ -320,7 +323,7 @@ class ShellManager:
             scope=thread.scope, thread_id=thread.thread_id, workspace_root=thread.workspace_root,
             argv=["bash", "-c", text], command=text, cwd=session.cwd,
             env=self.runtimes.child_environment(self._helpers(thread)), rows=None, cols=None,
-            name="task")
+            name="task", keep_env=True)  # kept (private): `rerun` starts it with the same one
         return session, record
 
     def _helpers(self, thread: ThreadRecord) -> dict[str, str]:

@@ -47,9 +47,11 @@ MAGIC = b"vigil-store"
 #:           lazy 24 h expiry costs one cursor.first() when nothing is due);
 #:   timings: execution id + kind + offset -> arrival times of output and terminal sizes
 #:           (timings.py; added after schema 1 without a bump: a store without it gets it
-#:           created on open, and its records read as untimed).
+#:           created on open, and its records read as untimed);
+#:   events: execution id + seq(u64) -> one entry of the execution's log (events.py; added
+#:           after schema 1 the same way: created on open, read as empty when absent).
 DB_NAMES = (b"meta", b"executions", b"by_scope", b"output", b"screens", b"changes", b"receipts", b"scopes", b"expiry", b"threads",
-            b"timings")
+            b"timings", b"events")
 
 #: errno values that mean "the disk (or the user's quota/file size limit) is full". EIO is
 #: among them because LMDB turns a short write (what a full disk gives) into EIO at commit.

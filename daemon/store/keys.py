@@ -10,6 +10,7 @@
 | receipts | execution id (16) + generation (u64) + prompt id (utf-8) |
 | scopes | scope hash (16) |
 | expiry | terminal_at_unix_ms (u64) + execution id (16): oldest outcome first |
+| events | execution id (16) + seq (u64): one entry of the execution's log (store/events.py) |
 """
 
 from __future__ import annotations

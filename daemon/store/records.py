@@ -120,6 +120,12 @@ class ExecutionRecord(msgspec.Struct, kw_only=True, frozen=True):
     env: dict[str, str] | None = None
     #: Why the command could not be started (then `exited` 127 or 126), as a shell says it.
     start_error: str | None = None
+    #: Stopped by `pause` (SIGSTOP to the process group) and not resumed since.
+    paused: bool = False
+    #: `cancel` was asked for: once it has ended, its outcome reads as cancelled.
+    cancelled: bool = False
+    #: The execution this one reruns (`rerun`); set at creation, never changed.
+    rerun_of: str | None = None
 
     @property
     def is_terminal(self) -> bool:
@@ -158,6 +164,7 @@ STORE_MANAGED = frozenset(
         "output_activity_seq",
         "output_pending",
         "env",
+        "rerun_of",
     }
 )
 UPDATABLE = frozenset(ExecutionRecord.__struct_fields__) - STORE_MANAGED

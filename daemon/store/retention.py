@@ -47,6 +47,7 @@ def remove_record(tx: Tx, rec: ExecutionRecord) -> None:
     if rec.terminal_at_unix_ms is not None:
         txn.delete(keys.expiry_key(rec.terminal_at_unix_ms, eid), db=dbs["expiry"])
     tx.delete_prefix("receipts", eid)
+    tx.delete_prefix("events", eid)
     tx.add_change(rec, "removed")
 
 

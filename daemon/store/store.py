@@ -34,6 +34,7 @@ from vigil.daemon.settings import DEFAULTS, Settings
 from . import keys, timings
 from .env import LmdbEnv
 from .errors import ExecutionNotFound, InvalidArgument, StoreError
+from .events import EventPage, StoredEvent, append_events, read_events
 from .output import append_output, prune_output, read_stored
 from .records import (
     RECORD_SCHEMA,
@@ -134,25 +135,44 @@ class CatalogView:
             return None  # another scope's execution reads exactly as a missing one
         return rec
 
-    def list(self, scope: str, limit: int | None = None, offset: int = 0) -> Listing:
+    def list(self, scope: str, limit: int | None = None, offset: int = 0,
+             state: str | None = None) -> Listing:
+        """See `Store.list`. With `state` (`active`: running; `history`: exited or
+        unknown) the scope's records are read in full to count the matching ones (a scope
+        holds a bounded number: retention)."""
         s = self.store.settings
         limit = s.list_limit_default if limit is None else limit
         if not 1 <= limit <= s.list_limit_max:
             raise InvalidArgument(f"limit must be between 1 and {s.list_limit_max}")
         if offset < 0:
             raise InvalidArgument("offset must not be negative")
+        if state not in (None, "active", "history"):
+            raise InvalidArgument(f"unknown list state {state!r}")
         shash = scope_hash(scope)
         out: list[ExecutionRecord] = []
         skip = offset
+        matching = 0
         for rec in self.tx.scope_records(shash, newest_first=True):
-            if rec.scope == scope:
-                if skip:
-                    skip -= 1
-                    continue
+            if rec.scope != scope:
+                continue
+            if state is not None and rec.is_terminal != (state == "history"):
+                continue
+            matching += 1
+            if skip:
+                skip -= 1
+                continue
+            if len(out) < limit:
                 out.append(rec)
-                if len(out) >= limit:
-                    break
-        return Listing(records=out, change_seq=self.tx.latest_change_seq(), total=self.tx.usage(shash).records)
+            elif state is None:
+                break
+        total = matching if state is not None else self.tx.usage(shash).records
+        return Listing(records=out, change_seq=self.tx.latest_change_seq(), total=total)
+
+    def reruns_of(self, scope: str, execution_id: str) -> list[str]:
+        """Ids of the scope's executions that rerun `execution_id`, oldest first."""
+        return [rec.execution_id
+                for rec in self.tx.scope_records(scope_hash(scope), newest_first=False)
+                if rec.scope == scope and rec.rerun_of == execution_id]
 
     def get_screen(self, scope: str, execution_id: str) -> StoredScreen | None:
         if self.get(scope, execution_id) is None:
@@ -266,15 +286,17 @@ class Store:
         with self.catalog() as view:
             return view.get(scope, execution_id)
 
-    def list(self, scope: str, limit: int | None = None, offset: int = 0) -> Listing:
+    def list(self, scope: str, limit: int | None = None, offset: int = 0,
+             state: str | None = None) -> Listing:
         """The scope's records, newest first (by `started_unix_ms`, then id), at most
-        `limit`, after skipping the `offset` newest.
+        `limit`, after skipping the `offset` newest; with `state`, only the `active`
+        (running) or `history` (exited, unknown) ones, and `total` counts those.
 
         Raises:
             InvalidArgument: limit outside 1..Settings.list_limit_max, negative offset.
         """
         with self.catalog() as view:
-            return view.list(scope, limit, offset)
+            return view.list(scope, limit, offset, state)
 
     def read_output(self, scope: str, execution_id: str, start: int, want: int
                     ) -> tuple[ExecutionRecord, int, bytes]:
@@ -567,6 +589,44 @@ class Store:
             return []
         with self._env.read() as txn:
             return [bytes(v) for _, v in txn.cursor(db=db)]
+
+    # --- execution logs (bounded per execution; removed with it: store/events.py) -------------
+
+    def append_events(self, batch: dict[str, list[StoredEvent]]) -> list[str]:
+        """Append log entries of several executions in one transaction; returns the ids
+        that no longer exist (their entries are dropped: a log never outlives its record)."""
+        keep = self.settings.execution_events_max
+
+        def fn(tx: Tx) -> list[str]:
+            missing = []
+            for execution_id, events in batch.items():
+                eid = id_bytes(execution_id)
+                if tx.txn.get(eid, db=tx.dbs["executions"]) is None:
+                    missing.append(execution_id)
+                    continue
+                append_events(tx, eid, events, keep)
+            return missing
+
+        return self._write(fn)
+
+    def read_events(self, scope: str, execution_id: str, offset: int, limit: int,
+                    min_level: int) -> tuple[ExecutionRecord, EventPage]:
+        """One page of an execution's log (see store/events.py), with its record.
+
+        Raises:
+            ExecutionNotFound: no such execution in this scope.
+        """
+        with self.catalog() as view:
+            rec = view.get(scope, execution_id)
+            if rec is None:
+                raise ExecutionNotFound()
+            if "events" not in view.tx.dbs:  # an older store opened read-only
+                return rec, EventPage([], offset, False, 0)
+            return rec, read_events(view.tx, id_bytes(execution_id), offset, limit, min_level)
+
+    def reruns_of(self, scope: str, execution_id: str) -> list[str]:
+        with self.catalog() as view:
+            return view.reruns_of(scope, execution_id)
 
     # --- receipts (bounded per generation; removed with their execution) -------------------------
 

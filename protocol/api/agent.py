@@ -15,7 +15,7 @@ import msgspec
 from .execution import GetData, ExplainData, ListData, ReadData, Source, WaitData, WaitEvent
 from .scope import Scoped
 
-AgentActionName = Literal["list", "get", "read", "explain", "wait", "prompt"]
+AgentActionName = Literal["list", "get", "read", "explain", "wait", "prompt", "approve"]
 #: herdr's lifecycle states (reference/herdr-cli.md), the values `until` accepts.
 HerdrState = Literal["idle", "working", "blocked", "done", "unknown"]
 WaitFor = Literal["awaiting_input", "awaiting_approval", "exited"]
@@ -27,6 +27,9 @@ class AgentParams(Scoped, kw_only=True):
     #: An execution id (native) or a configured target alias (herdr).
     target: str | None = None
     prompt_id: str | None = None
+    #: approve: the caller's id for this approval; the approve keys are pressed once per id
+    #: (seeds/002, `POST /executions/:id/approve`), a repeat is answered from the receipt.
+    approval_id: str | None = None
     text: str | None = None
     recognizer: str = "auto"
     timeout_seconds: float | None = None
@@ -129,6 +132,20 @@ class PromptData(msgspec.Struct, kw_only=True):
     replayed: bool
     backend: Literal["native"] = "native"
     action: Literal["prompt"] = "prompt"
+
+
+class ApproveData(msgspec.Struct, kw_only=True):
+    """A native approval's receipt (`prompt_id` holds the `approval_id`; `payload_digest`
+    digests the keys pressed); `replayed` when it was stored already (nothing sent).
+    `condition`: the state the program reached after the keys (`busy`, `awaiting_input`,
+    `exited`), `timed_out` while it still asked, or `pending` when not delivered."""
+
+    receipt: Receipt
+    replayed: bool
+    #: The manifest's approve keys that were (or, replayed, had been) pressed.
+    keys: list[str]
+    backend: Literal["native"] = "native"
+    action: Literal["approve"] = "approve"
 
 
 class ReceiptData(msgspec.Struct, kw_only=True):
@@ -238,6 +255,7 @@ RESULTS = {
     #: a native `wait` that names a `prompt_id`
     ("native", "wait_receipt"): AgentResult[ReceiptData],
     ("native", "prompt"): AgentResult[PromptData],
+    ("native", "approve"): AgentResult[ApproveData],
     ("herdr", "list"): AgentResult[HerdrListData],
     ("herdr", "get"): AgentResult[HerdrGetData],
     ("herdr", "read"): AgentResult[HerdrReadData],
@@ -251,4 +269,6 @@ def result_key(params: AgentParams) -> tuple[str, str]:
     """Which `RESULTS` entry answers `params`."""
     if params.backend == "native" and params.action == "wait" and params.prompt_id is not None:
         return ("native", "wait_receipt")
+    if params.action == "approve":
+        return ("native", "approve")  # native only: a herdr approve is refused
     return (params.backend, params.action)

@@ -1,7 +1,9 @@
-"""`run`, `Execution` (list/get/read/observe/wait/explain), `signal` and `resolve`:
-starting executions and reading their history, in the spec's JSON shapes (seeds/000, "List,
-inspect, and explain", "Read bounded output pages", "Observe several executions in one
-call", "Wait for changes across executions").
+"""`run`, `Execution` (list/get/read/observe/wait/explain/events/iterations), `signal`,
+`resolve`, the lifecycle controls (`cancel`, `pause`, `resume`) and `rerun`: starting
+executions, steering them and reading their history, in the spec's JSON shapes (seeds/000,
+"List, inspect, and explain", "Read bounded output pages", "Observe several executions in one
+call", "Wait for changes across executions"; seeds/002, "Execution logs", "Replay and rerun",
+"The rest of the surface").
 
 Every `Execution` answer is `{status, code, data}`; `data` is typed per action
 (`ExecutionResult[ListData]`, `ExecutionResult[ReadData]`, …), and `RESULTS` names the
@@ -26,6 +28,9 @@ Source = Literal["output", "screen", "detection"]
 WaitEvent = Literal["state", "output", "exited", "awaiting_input", "awaiting_approval", "busy",
                     "unknown"]
 RecognizedState = Literal["awaiting_input", "awaiting_approval", "busy", "exited", "unknown"]
+#: Levels of an execution's log, least severe first (seeds/002, "Execution logs").
+EventLevel = Literal["debug", "info", "warn", "error"]
+EVENT_LEVELS: tuple[str, ...] = ("debug", "info", "warn", "error")
 
 # --- run --------------------------------------------------------------------------------------
 
@@ -119,6 +124,12 @@ class ExecutionView(msgspec.Struct, kw_only=True):
     #: Why the command could not be started (`exited` with 127: not found, 126: not
     #: executable), as a shell would say it; null when it started.
     start_error: str | None = None
+    #: Stopped by `pause` (SIGSTOP to its process group) and not resumed yet.
+    paused: bool = False
+    #: Ended by `cancel`: its outcome is cancelled (the exit code or signal stays as seen).
+    cancelled: bool = False
+    #: The execution this one reruns (`rerun`), or null.
+    rerun_of: str | None = None
 
 
 class CompactExecution(msgspec.Struct, kw_only=True):
@@ -133,6 +144,8 @@ class CompactExecution(msgspec.Struct, kw_only=True):
     observed_at_unix_ms: int
     output_pending: bool
     output_total_bytes: int
+    paused: bool = False
+    cancelled: bool = False
 
 
 class RunResult(msgspec.Struct, kw_only=True):
@@ -144,10 +157,12 @@ class RunResult(msgspec.Struct, kw_only=True):
 
 class ListAction(msgspec.Struct, tag_field="type", tag="list", kw_only=True):
     """The scope's executions, newest first; `offset` skips that many of the newest (the
-    next page of a listing longer than the largest `limit`)."""
+    next page of a listing longer than the largest `limit`). `state` narrows it: `active`
+    (running, paused included) or `history` (exited or unknown); null lists both."""
 
     limit: int | None = None
     offset: Annotated[int, Meta(ge=0)] = 0
+    state: Literal["active", "history"] | None = None
 
 
 class GetAction(msgspec.Struct, tag_field="type", tag="get", kw_only=True):
@@ -201,7 +216,27 @@ class ExplainAction(msgspec.Struct, tag_field="type", tag="explain", kw_only=Tru
     recognizer: str = "auto"
 
 
-ExecutionAction = ListAction | GetAction | ReadAction | ObserveAction | WaitAction | ExplainAction
+class EventsAction(msgspec.Struct, tag_field="type", tag="events", kw_only=True):
+    """One page of the execution's log: what vigil did and saw for it, oldest first.
+    `offset` is an event sequence number (start at 0, continue with `next_offset`), so a
+    page never shifts when events are added or the oldest are dropped; `level` is the least
+    severe level shown."""
+
+    execution_id: str
+    offset: Annotated[int, Meta(ge=0)] = 0
+    limit: int | None = None
+    level: EventLevel = "debug"
+
+
+class IterationsAction(msgspec.Struct, tag_field="type", tag="iterations", kw_only=True):
+    """A persistent shell's iterations: the commands it ran, one per generation, oldest
+    first (seeds/002, "Replay and rerun": list loop iteration traces)."""
+
+    execution_id: str
+
+
+ExecutionAction = (ListAction | GetAction | ReadAction | ObserveAction | WaitAction
+                   | ExplainAction | EventsAction | IterationsAction)
 
 
 class ExecutionParams(Scoped, kw_only=True):
@@ -264,6 +299,8 @@ class GetData(msgspec.Struct, kw_only=True):
     #: The environment the execution was started with: only with `include_env` (null when
     #: not asked for, or for a record made before vigil kept it).
     env: dict[str, str] | None = None
+    #: Executions that rerun this one (`rerun`), oldest first, as long as they are retained.
+    reruns: list[str] = []
 
 
 class Gap(msgspec.Struct, kw_only=True):
@@ -477,6 +514,52 @@ class ExplainData(msgspec.Struct, kw_only=True):
     kernel: KernelEvidence | None = None
 
 
+class ExecutionEvent(msgspec.Struct, kw_only=True):
+    """One entry of an execution's log. `kind` names what happened (`guardian_connected`,
+    `gap`, `state`, `prompt`, `signal`, `paused`, `resumed`, `cancel`, `exited`,
+    `recovery`, …); `data` holds its particulars (never output bytes or the environment)."""
+
+    seq: int
+    at_unix_ms: int
+    level: EventLevel
+    kind: str
+    message: str
+    data: dict[str, str | int | float | bool | None] = {}
+
+
+class EventsData(msgspec.Struct, kw_only=True):
+    """A page of the log. `next_offset` continues after it; `has_more` says whether events
+    at or above the level were left for the next page. `first_offset` is the oldest event
+    still kept: the log is bounded (a setting), and the oldest events go first (`dropped`
+    counts them)."""
+
+    execution_id: str
+    events: list[ExecutionEvent]
+    next_offset: int
+    has_more: bool
+    first_offset: int
+    dropped: int
+
+
+class Iteration(msgspec.Struct, kw_only=True):
+    """One command of a persistent shell: its execution, generation and outcome."""
+
+    execution_id: str
+    generation: int
+    command: str
+    status: Status
+    exit_code: int | None
+    started_unix_ms: int
+    rerun_of: str | None = None
+    #: `command` is cut to the listing budget (as `list` cuts it).
+    command_truncated: bool = False
+
+
+class IterationsData(msgspec.Struct, kw_only=True):
+    shell_execution_id: str
+    iterations: list[Iteration]
+
+
 #: The result type of each `Execution` action, by its `type` tag.
 RESULTS = {
     "list": ExecutionResult[ListData],
@@ -485,6 +568,8 @@ RESULTS = {
     "observe": ExecutionResult[ObserveData],
     "wait": ExecutionResult[WaitData],
     "explain": ExecutionResult[ExplainData],
+    "events": ExecutionResult[EventsData],
+    "iterations": ExecutionResult[IterationsData],
 }
 
 # --- follow: the output stream, live -----------------------------------------------------------
@@ -569,3 +654,38 @@ class ResolveParams(Scoped, kw_only=True):
 
 class ResolveResult(msgspec.Struct, kw_only=True):
     execution_id: str
+
+
+# --- lifecycle controls and rerun ----------------------------------------------------------------
+
+
+class ControlParams(Scoped, kw_only=True):
+    """`cancel`, `pause` or `resume` one execution (seeds/002, `POST /executions/:id/
+    cancel|pause|resume`): signals to its whole process group."""
+
+    execution_id: str
+
+
+class ControlResult(msgspec.Struct, kw_only=True):
+    """The execution after the control: `pause` and `resume` answer once the signal was
+    delivered; `cancel` once the outcome is recorded. `killed`: cancel had to send SIGKILL
+    because the process group outlived the grace after SIGTERM."""
+
+    execution_id: str
+    action: Literal["cancel", "pause", "resume"]
+    execution: ExecutionView
+    killed: bool = False
+
+
+class RerunParams(Scoped, kw_only=True):
+    """Start a new execution like `execution_id`: the same argv, cwd, environment and
+    terminal size (a standalone run), or — for a command of a persistent shell (one of its
+    iterations) — the same command again in that shell, as its next generation. The old
+    record is left as it is; the new one names it in `rerun_of`."""
+
+    execution_id: str
+
+
+class RerunResult(msgspec.Struct, kw_only=True):
+    execution: ExecutionView
+    rerun_of: str

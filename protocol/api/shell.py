@@ -8,8 +8,9 @@ one refused.
 Actions with their own observation/timeout semantics (no inline wait; seeds/000, "Usage
 metrics"): `screen` (the shell's screen or a named execution's), `inspect` (how turn
 recognition sees it), `wait_for_turn` (until it waits for the user — the generic turn wait
-kept beside native prompts) and `prompt` (type a line into it and wait for its turn,
-without a receipt: `Agent prompt` is the once-per-id version).
+kept beside native prompts), `prompt` (type a line into it and wait for its turn,
+without a receipt: `Agent prompt` is the once-per-id version) and `rerun` (an execution
+again, as a new one: the `rerun` method's answer).
 
 The inline-wait policy of a command (`wait_policy`; seeds/000, "Usage metrics"):
 
@@ -32,7 +33,7 @@ from typing import Literal
 import msgspec
 
 from .agent import PromptOutcome
-from .execution import ExplainData
+from .execution import ExplainData, RerunResult
 from .scope import Scoped
 from .terminal import ScreenResult
 
@@ -101,8 +102,18 @@ class PromptAction(msgspec.Struct, tag_field="type", tag="prompt", kw_only=True)
     recognizer: str = "auto"
 
 
+class RerunAction(msgspec.Struct, tag_field="type", tag="rerun", kw_only=True):
+    """Run an execution of this scope again as a new one (seeds/002, "Replay and rerun"): a
+    standalone run with its argv, cwd, environment and size; one of the shell's commands
+    (an iteration, `Execution iterations`) in the thread's shell, as its next generation.
+    Answered once it started (no inline wait: observe it through `Execution`)."""
+
+    execution_id: str
+
+
 BashAction = (CommandAction | StatusCheckAction | SendTextAction | SendSpecialsAction
-              | SendAsciiAction | ScreenAction | InspectAction | WaitForTurnAction | PromptAction)
+              | SendAsciiAction | ScreenAction | InspectAction | WaitForTurnAction | PromptAction
+              | RerunAction)
 
 
 class BashCommandParams(Scoped, kw_only=True):
@@ -189,4 +200,5 @@ RESULTS = {
     "inspect": InspectResult,
     "wait_for_turn": TurnResult,
     "prompt": PromptResult,
+    "rerun": RerunResult,
 }

@@ -120,12 +120,19 @@ def test_every_answer_validates_against_the_schema(recorder, home, workspace):
     r.call("screen", execution_id=cat, ansi=True)
     r.call("input", execution_id=cat, text="hello", keys=["Enter"])
     r.call("resize", execution_id=cat, rows=30, cols=90)
+    r.call("pause", execution_id=cat)
+    r.call("resume", execution_id=cat)
+    again = r.call("rerun", execution_id=cat)["execution"]["execution_id"]
+    r.call("cancel", execution_id=again)
+    r.execution({"type": "events", "execution_id": cat})
     r.call("signal", execution_id=cat, signal="TERM")
     page = r.call("recording", execution_id=done)
     assert [e["kind"] for e in page["events"]] == ["output"] and page["has_more"] is False
 
     # The persistent shell, every action (the prompt one goes to the fake agent below).
-    r.call("BashCommand", "command", action={"type": "command", "command": "echo hi"})
+    hi = r.call("BashCommand", "command", action={"type": "command", "command": "echo hi"})
+    r.execution({"type": "iterations", "execution_id": hi["execution_id"]})
+    r.call("BashCommand", "rerun", action={"type": "rerun", "execution_id": hi["execution_id"]})
     r.call("BashCommand", "command", action={"type": "command", "command": "exit 4"},
            wait_policy="adaptive")
     r.call("BashCommand", "command", action={"type": "command", "command": "sleep 30"},
@@ -163,6 +170,12 @@ def test_every_answer_validates_against_the_schema(recorder, home, workspace):
     r.call("BashCommand", "prompt", action={"type": "prompt", "text": "again",
                                             "execution_id": agent, "recognizer": "claude",
                                             "timeout_seconds": 1})
+    wait_for(lambda: s.get(agent)["recognized_state"] == "awaiting_input", timeout=20,
+             what="the fake agent's prompt box once more")
+    s.call("Agent", action="prompt", target=agent, prompt_id="p2", text="approve this",
+           recognizer="claude", timeout_seconds=20)
+    r.agent("native/approve", action="approve", target=agent, approval_id="a1",
+            recognizer="claude", timeout_seconds=1)
 
     # Agent, Herdr (the fake herdr of tests/fixtures).
     for action, extra in (("list", {}), ("get", {}), ("read", {"lines": 5}), ("explain", {}),

@@ -62,8 +62,30 @@ def test_tools_annotations_and_schemas(home, daemon):
                 assert not {"anyOf", "oneOf", "allOf", "$ref"} & set(tool.input_schema)
             assert set(tools["Execution"].input_schema["required"]) == {
                 "thread_id", "workspace_root", "action"}
-            assert {"action", "target", "prompt_id", "backend"} <= set(
+            assert {"action", "target", "prompt_id", "backend", "approval_id"} <= set(
                 tools["Agent"].input_schema["properties"])
+            assert "approve" in json.dumps(tools["Agent"].input_schema["properties"]["action"])
+            # The actions of issue 15 follow from the protocol's registry.
+            for tool, tags in (("Execution", {"events", "iterations"}),
+                               ("BashCommand", {"rerun"})):
+                schema = json.dumps(tools[tool].input_schema["properties"]["action"])
+                assert all(f'"{tag}"' in schema for tag in tags), (tool, tags)
+    run(body)
+
+
+def test_events_and_rerun_through_mcp(home, daemon, workspace):
+    async def body():
+        async with mcp_stdio(home) as m:
+            await m.initialize(workspace)
+            done = await m.ok("BashCommand", action={"type": "command", "command": "echo once"})
+            again = await m.ok("BashCommand", action={"type": "rerun",
+                                                      "execution_id": done["execution_id"]})
+            assert again["rerun_of"] == done["execution_id"]
+            log = await m.execution({"type": "events", "execution_id": done["execution_id"]})
+            assert [e["message"] for e in log["events"] if e["kind"] == "rerun"] == \
+                [f"rerun as {again['execution']['execution_id']}"]
+            its = await m.execution({"type": "iterations", "execution_id": done["execution_id"]})
+            assert [i["command"] for i in its["iterations"]] == ["echo once", "echo once"]
     run(body)
 
 

@@ -30,7 +30,14 @@ SAMPLES = {
     ("run", ""): {**SCOPED, "argv": ["true"]},
     ("Execution", "list"): {**SCOPED, "action": {"type": "list"}},
     ("Execution", "read"): {**SCOPED, "action": {"type": "read", "execution_id": EID}},
+    ("Execution", "events"): {**SCOPED, "action": {"type": "events", "execution_id": EID}},
+    ("Execution", "iterations"): {**SCOPED, "action": {"type": "iterations",
+                                                       "execution_id": EID}},
     ("signal", ""): {**SCOPED, "execution_id": EID},
+    ("cancel", ""): {**SCOPED, "execution_id": EID},
+    ("pause", ""): {**SCOPED, "execution_id": EID},
+    ("resume", ""): {**SCOPED, "execution_id": EID},
+    ("rerun", ""): {**SCOPED, "execution_id": EID},
     ("resolve", ""): {**SCOPED, "prefix": "ab"},
     ("screen", ""): {**SCOPED, "execution_id": EID},
     ("input", ""): {**SCOPED, "execution_id": EID, "text": "x"},
@@ -47,10 +54,12 @@ SAMPLES = {
     ("BashCommand", "inspect"): {**SCOPED, "action": {"type": "inspect", "execution_id": EID}},
     ("BashCommand", "wait_for_turn"): {**SCOPED, "action": {"type": "wait_for_turn"}},
     ("BashCommand", "prompt"): {**SCOPED, "action": {"type": "prompt", "text": "go"}},
+    ("BashCommand", "rerun"): {**SCOPED, "action": {"type": "rerun", "execution_id": EID}},
     ("Agent", "list"): {**SCOPED, "action": "list"},
     ("Agent", "read"): {**SCOPED, "action": "read", "target": EID},
     ("Agent", "wait"): {**SCOPED, "action": "wait", "target": EID},
     ("Agent", "prompt"): {**SCOPED, "action": "prompt", "target": EID, "prompt_id": "p", "text": "t"},
+    ("Agent", "approve"): {**SCOPED, "action": "approve", "target": EID, "approval_id": "a"},
     ("transcript", ""): {**SCOPED, "run_id": EID},
     ("Temporary", "list"): {**SCOPED, "action": {"type": "list"}},
     ("Temporary", "release_temporary"): {**SCOPED, "action": {
@@ -77,7 +86,7 @@ def spec_table(method: str, action: str, mode: str, profile: str, tools) -> bool
     if method in ("resolve", "screen", "attach", "recording", "follow", "transcript"):
         return bool(granted & {"Execution", "Agent"})
     if method == "Agent":
-        if action == "prompt":  # trusted BashCommand authority and wcgw mode
+        if action in ("prompt", "approve"):  # trusted BashCommand authority and wcgw mode
             return "Agent" in granted and bash and mode == "wcgw"
         return "Agent" in granted
     if method == "input" or (method == "BashCommand" and (action.startswith("send_")
@@ -87,8 +96,9 @@ def spec_table(method: str, action: str, mode: str, profile: str, tools) -> bool
         return bash  # the shell's own views: any mode
     if method == "Temporary":  # the shell's helpers: listed in any mode, released as runs
         return bash and (action == "list" or runs)
-    if method in ("run", "signal", "resize", "BashCommand"):
-        return bash and runs
+    if method in ("run", "signal", "resize", "BashCommand", "cancel", "pause", "resume",
+                  "rerun"):
+        return bash and runs  # lifecycle controls and reruns act as `run` and `signal` do
     raise AssertionError(f"no row for {method}")
 
 
@@ -99,7 +109,8 @@ def routed_dispatcher() -> Dispatcher:
     scope.install(d, scopes=None, shells=None, transcripts=None, helpers=None)
     temporary.install(d, helpers=None)
     transcript.install(d, store=None, scopes=None, transcripts=None, settings=None)
-    execution.install(d, store=None, runtimes=None, service=None, outputs=None, settings=None)
+    execution.install(d, store=None, runtimes=None, service=None, outputs=None, settings=None,
+                      controls=None, shells=None)
     terminal.install(d, store=None, runtimes=None, settings=None)
     shell.install(d, shells=None, runtimes=None, settings=None, store=None, service=None,
                   prompts=None)

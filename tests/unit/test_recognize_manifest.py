@@ -51,8 +51,17 @@ def test_valid_manifest_parses_with_defaults():
                      "rule[0] 'a'.not: unknown key 'contain' (expected one of all, always, any, contains, "
                      "cursor_line_regex, line_regex, not, regex, region)", id="nested_unknown_key"),
         pytest.param(HEAD.replace('version = "1"\n', 'version = "1"\nmatch = ["a"]\n') + RULE_A, 4,
-                     "[manifest]: unknown key 'match' (expected one of defer_to_kernel, description, match_foreground, name, "
-                     "version)", id="unknown_manifest_key"),
+                     "[manifest]: unknown key 'match' (expected one of approve_keys, defer_to_kernel, "
+                     "description, match_foreground, name, version)", id="unknown_manifest_key"),
+        pytest.param(HEAD.replace('version = "1"\n', 'version = "1"\napprove_keys = ["Nope"]\n')
+                     + RULE_A, 4, "[manifest].approve_keys: unknown key 'Nope'; known: Enter, "
+                     "Escape, Tab, BTab, Space, BSpace, Up, Down, Left, Right, Home, End, PPage, "
+                     "NPage, IC, DC, F1, F2, F3, F4, F5, F6, F7, F8, F9, F10, F11, F12, with the "
+                     "prefixes C-, M-, S- (C-c, M-x), or one character",
+                     id="unknown_approve_key"),
+        pytest.param(HEAD.replace('version = "1"\n', 'version = "1"\napprove_keys = "y"\n')
+                     + RULE_A, 4, "[manifest].approve_keys must be an array of key names",
+                     id="approve_keys_not_an_array"),
         pytest.param(HEAD + RULE_A.replace('contains = "x"\n', ""), 5,
                      "rule[0] 'a': no condition (need contains, regex, line_regex, any, all, not or always)",
                      id="no_condition"),
