@@ -77,6 +77,7 @@ class Settings(WireLimits, kw_only=True, forbid_unknown_fields=True, frozen=True
     screen_replay_bytes: _r(0, 64 * MiB, "raw tail kept to re-render exactly after quiet (~0.1 s CPU at ~2 MiB/s)") = 256 * KiB
     screen_escape_max_bytes: _r(256, 16 * MiB, "longest OSC/DCS string kept whole; longer ones are dropped") = 64 * KiB
     screen_reply_bytes: _r(64, 1 * MiB, "terminal query answers buffered for the child (newer ones dropped, counted)") = 4 * KiB
+    screen_scrollback_lines: _r(0, 1_000_000, "rendered scrollback lines kept per execution (issue 17: 10,000)") = 10_000
 
     # --- recognizers ------------------------------------------------------------------------
     idle_debounce_confirmations: _r(1, 100, "observations before working→idle is reported") = 3

@@ -1,25 +1,26 @@
-"""Where the keeper may jump to when it is behind, and what it must carry across the jump.
+"""What the keeper needs to know about bytes it skips instead of parsing.
 
-All of it works on raw bytes with `bytes.rfind` and compiled bytes regexes (C speed): it runs
-exactly when pyte is too slow, so it must not cost pyte-like time.
+Everything here runs when the parser is too slow, so it may not cost parser-like time: it
+works on raw bytes with `bytes.rfind`, `bytes.split`, compiled regexes and sets (C speed),
+and its interpreted work is bounded by the number of *distinct* sequences seen, never by
+the number of bytes.
 
-Safe points (the latest one in the backlog wins; each is a place from which the visible
-screen follows from the bytes after it, given the carried modes):
-
-- `reset`:  RIS `ESC c` — everything resets.
-- `clear`:  ED 2 `ESC [ 2 J` — every cell is cleared.
-- `alt`:    alternate screen enter `ESC [ ? 1049|1047|47 h` — the alternate screen starts blank.
-- `leave`:  alternate screen leave `… l` — the main screen comes back; it is exact only if
-            nothing skipped touched it (keeper.py tracks that).
-- `lines`:  the start of a line with at least `rows` complete lines after it and no cursor
-            motion other than CR/LF among them: scrolling that many lines pushes every older
-            cell off a terminal whose cursor was at the bottom (where line output leaves it).
-
-Carried modes (scanned over the skipped bytes): alternate screen on/off, bracketed paste
-(DECSET 2004), cursor visibility (DECTCEM 25), title (OSC 0/2), and SGR. SGR is carried from
-the last `_SGR_WINDOW` bytes before the jump only: it is cumulative, so an exact value
-would need every SGR since the last reset; the window makes the cost bounded, and colours
-(not text) are what an old unreset attribute can get wrong.
+- `last_safe_point`: where to restart parsing so that the visible screen follows from the
+  bytes after it (a reset, a clear with the cursor placed just before it, an alternate screen
+  switch, or `rows` complete lines that scroll every older cell away).
+- `scan_carry` → `Carry`: the state the skipped bytes leave behind, exactly or marked
+  unknown — modes (alternate screen, bracketed paste, cursor visibility, autowrap, origin,
+  insert, newline), the title, the scroll region, the character sets, the SGR attributes
+  (exact: SGR parameters are absolute setters, so folding the distinct SGR sequences in the
+  order of their last occurrence gives the same attributes as applying all of them), and
+  the cursor when an absolute positioning is the last thing that moved it.
+- `Footprint`: the cells a run of skipped bytes may have written, when the run is the usual
+  cursor-addressed TUI output (positioning, attributes, text, erase-in-line); anything else
+  counts as "every cell". The keeper marks those cells tainted; they become exact again when
+  parsed bytes write them (vtscreen.py), so a flood that keeps redrawing the same cells is
+  exact again after a replay of one redraw cycle (keeper.py).
+- `plain_lines`: the fast text rendering of skipped lines for the scrollback (control
+  sequences removed, carriage returns and backspaces applied, wrapped at the width).
 """
 
 from __future__ import annotations
@@ -33,26 +34,38 @@ _ALT = (b"1049", b"1047", b"47")
 
 #: Sequences after which "the last `rows` lines" no longer describe the screen: cursor moves
 #: up/absolute (CUU, CUP, HVP, VPA, CPL, DECSTBM, RI, DECRC/SCORC), line insert/delete, scroll.
-_MOTION = re.compile(rb"\x1b\[[0-9;?]*[AFHfdrLMST]|\x1b[M8]|\x1b\[u")
+MOTION = re.compile(rb"\x1b\[[0-9;?]*[AFHfdrLMST]|\x1b[M8]|\x1b\[u")
+#: A cursor positioning right before a clear makes the clear a safe point with a known cursor.
+_CUP_BEFORE = re.compile(rb"\x1b\[[0-9;]*[Hf]\Z")
 
-#: One literal ESC first, then the alternatives: sre then searches for the ESC at C speed
-#: (a top-level alternation of three ESC-led branches is tried at every byte: this scan of
-#: skipped output was half the daemon's CPU during a 100 MB flood).
-_MODES = re.compile(
-    rb"\x1b(?:\[\?([0-9;]+)([hl])|(c)|\]([02]);([^\x07\x1b]{0,4096})(?:\x07|\x1b\\))"
-)
-_SGR = re.compile(rb"\x1b\[([0-9;:]*)m")
-_SGR_RESETS = (b"\x1b[m", b"\x1b[0m")
-#: Alternate-screen switches remembered per skip; past this, the main screen counts as touched.
-_SWITCHES_KEPT = 64
-#: Bytes before a jump searched for SGR: 64 KiB holds hundreds of coloured lines; scanning
-#: it costs well under a millisecond.
-_SGR_WINDOW = 64 * 1024
+_SGR = re.compile(rb"\x1b\[[0-9;:]*m")
+_PRIVATE = re.compile(rb"\x1b\[\?[0-9;]*[hl]")
+_ANSI_MODE = re.compile(rb"\x1b\[[0-9;]*[hl]")
+_ALT_SWITCH = re.compile(rb"\x1b\[\?(?:[0-9;]*;)?(?:1049|1047|47)(?:;[0-9;]*)?[hl]")
+_TITLE = re.compile(rb"\x1b\][02];[^\x07\x1b]{0,4096}(?:\x07|\x1b\\)")
+_MARGINS = re.compile(rb"\x1b\[[0-9]*(?:;[0-9]*)?r")
+_CUP = re.compile(rb"\x1b\[([0-9]*)(?:;([0-9]*))?[Hf]")
+#: What leaves the cursor where it is: attributes, modes (not origin/DECCOLM/alternate
+#: screen), strings, character sets, erasing, inserting and deleting (tmux keeps the cursor
+#: for IL/DL/ICH/DCH/ECH/ED/EL/SU/SD), BEL, SO/SI.
+_NEUTRAL_TAIL = re.compile(
+    rb"(?:\x1b\[[0-9;:]*m|\x1b\[\?(?!(?:[0-9;]*;)?(?:3|6|47|1047|1049)(?:;|[hl]))[0-9;]*[hl]"
+    rb"|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[()][0-9A-Za-z]|\x1b\[[0-9;]*[JKXPLM@ST]|[\x07\x0e\x0f])*\Z")
+_SAVES = re.compile(rb"\x1b7|\x1b\[s")
+_TABS = re.compile(rb"\x1bH|\x1b\[[0-9]*g")
+#: Distinct SGR sequences folded exactly; past this many the attributes count as unknown.
+_SGR_DISTINCT_MAX = 512
+#: Modes the carry tracks (DEC private; 47/1047/1049 are handled as switches).
+_TRACKED_PRIVATE = {b"25": "cursor_visible", b"2004": "bracketed_paste", b"7": "autowrap",
+                    b"6": "origin"}
+_TRACKED_ANSI = {b"4": "insert", b"20": "newline_mode"}
+#: How far back from the end of a skipped run the last cursor positioning is looked for.
+_CURSOR_WINDOW = 4096
 
 
 @dataclass
 class Carry:
-    """Mode changes found in skipped bytes; `None` means "not touched"."""
+    """The state left by skipped bytes. `None` means "not touched by them"."""
 
     reset: bool = False
     alt: bool | None = None
@@ -61,66 +74,155 @@ class Carry:
     #: tell whether any skipped byte fell while the main screen was visible.
     length: int = 0
     switches: list[tuple[int, int, bool]] = field(default_factory=list)
-    bracketed_paste: bool | None = None
-    cursor_visible: bool | None = None
+    modes: dict[str, bool] = field(default_factory=dict)
     title: str | None = None
-    sgr: list[list[int]] = field(default_factory=list)
+    #: DECSTBM parameters (top, bottom; 0 = default) of the last one, if any.
+    margins: tuple[int, int] | None = None
+    g0: bytes | None = None
+    g1: bytes | None = None
+    shift: bool | None = None
+    #: SGR parameter strings to apply in order (after a reset if `sgr_reset`).
+    sgr: list[bytes] = field(default_factory=list)
     sgr_reset: bool = False
+    sgr_exact: bool = True
+    #: Where the skipped bytes leave the cursor: ("at", row, col) 1-based from an absolute
+    #: positioning, "unknown", or None when they hold nothing that moves it.
+    cursor: tuple | str | None = None
+    saved_unknown: bool = False
+    tabs_unknown: bool = False
 
     def merge(self, later: "Carry") -> None:
         """Fold `later` (skipped after self) into self."""
         if later.reset:
             length = self.length
             self.__dict__.update(Carry(reset=True, length=length).__dict__)
-        for name in ("alt", "bracketed_paste", "cursor_visible", "title"):
+        for name in ("alt", "title", "margins", "g0", "g1", "shift"):
             value = getattr(later, name)
             if value is not None:
                 setattr(self, name, value)
+        self.modes.update(later.modes)
         self.alt_switches += later.alt_switches
-        self.switches = (self.switches + [(a + self.length, b + self.length, on) for a, b, on in later.switches])[-_SWITCHES_KEPT:]
+        self.switches = (self.switches + [(a + self.length, b + self.length, on)
+                                          for a, b, on in later.switches])[-_SWITCHES_KEPT:]
         self.length += later.length
         if later.sgr_reset:
             self.sgr = list(later.sgr)
             self.sgr_reset = True
-        else:
-            self.sgr = (self.sgr + later.sgr)[-64:]
+            self.sgr_exact = later.sgr_exact
+        elif later.sgr:
+            # Distinct sequences, last occurrence last.
+            seen = set(later.sgr)
+            self.sgr = [s for s in self.sgr if s not in seen] + later.sgr
+            self.sgr_exact = self.sgr_exact and later.sgr_exact and len(self.sgr) <= _SGR_DISTINCT_MAX
+        if later.cursor is not None:
+            self.cursor = later.cursor
+        self.saved_unknown = self.saved_unknown or later.saved_unknown
+        self.tabs_unknown = self.tabs_unknown or later.tabs_unknown
+
+
+#: Alternate-screen switches remembered per skip; past this, the main screen counts as touched.
+_SWITCHES_KEPT = 64
+
+
+def _distinct_last(data: bytes, regex: re.Pattern) -> list[tuple[int, bytes]]:
+    """(offset of its last occurrence, sequence) for each distinct match of `regex` (which
+    has no groups), oldest first: findall, set and rfind run at C speed; the interpreted
+    work is per distinct sequence."""
+    return sorted((data.rfind(w), w) for w in set(regex.findall(data)))
 
 
 def scan_carry(data: bytes | bytearray | memoryview) -> Carry:
-    """The mode changes in `data`, in order (later wins)."""
+    """The state changes in `data`, in order (later wins)."""
     data = bytes(data)
     carry = Carry(length=len(data))
-    if b"\x1b" not in data:  # memchr: plain text changes no mode and no SGR
+    if b"\x1b" not in data:  # memchr: plain text changes no mode
+        carry.cursor = _cursor_after(data)
+        shift = max(data.rfind(b"\x0e"), data.rfind(b"\x0f"))
+        if shift >= 0:
+            carry.shift = data[shift] == 0x0e
         return carry
-    for m in _MODES.finditer(data):
-        if m.group(3):
-            carry = Carry(reset=True, length=len(data))
+    reset = data.rfind(_RESET)
+    if reset >= 0:
+        carry.reset = True
+        head_title = _last_title(data[:reset])
+        data = data[reset + len(_RESET):]
+        carry.length = len(data) + reset + len(_RESET)
+        offset = reset + len(_RESET)
+    else:
+        head_title = None
+        offset = 0
+    for m in _ALT_SWITCH.finditer(data):
+        params = m.group()[3:-1].split(b";")
+        on = m.group()[-1:] == b"h"
+        if any(p in _ALT for p in params):
+            carry.alt = on
+            carry.alt_switches += 1
+            if len(carry.switches) < _SWITCHES_KEPT:
+                carry.switches.append((m.start() + offset, m.end() + offset, on))
+    for _, seq in _distinct_last(data, _PRIVATE):
+        on = seq.endswith(b"h")
+        for p in seq[3:-1].split(b";"):
+            name = _TRACKED_PRIVATE.get(p)
+            if name is not None:
+                carry.modes[name] = on
+    for _, seq in _distinct_last(data, _ANSI_MODE):
+        if seq[2:3] == b"?":
             continue
-        if m.group(4) is not None:
-            carry.title = m.group(5).decode("utf-8", "replace")
-            continue
-        on = m.group(2) == b"h"
-        for p in m.group(1).split(b";"):
-            if p in _ALT:
-                carry.alt = on
-                carry.alt_switches += 1
-                if len(carry.switches) < _SWITCHES_KEPT:
-                    carry.switches.append((m.start(), m.end(), on))
-            elif p == b"2004":
-                carry.bracketed_paste = on
-            elif p == b"25":
-                carry.cursor_visible = on
-    start = max(0, len(data) - _SGR_WINDOW)
-    last_reset = max(data.rfind(r, start) for r in _SGR_RESETS)
-    if last_reset >= 0:
+        on = seq.endswith(b"h")
+        for p in seq[2:-1].split(b";"):
+            name = _TRACKED_ANSI.get(p)
+            if name is not None:
+                carry.modes[name] = on
+    title = _last_title(data)
+    carry.title = title if title is not None else head_title
+    margins = _distinct_last(data, _MARGINS)
+    if margins:
+        top, _, bottom = margins[-1][1][2:-1].partition(b";")
+        carry.margins = (int(top or 0), int(bottom or 0))
+    g0 = max((data.rfind(b"\x1b(" + f), f) for f in (b"0", b"B"))
+    if g0[0] >= 0:
+        carry.g0 = g0[1]
+    g1 = max((data.rfind(b"\x1b)" + f), f) for f in (b"0", b"B"))
+    if g1[0] >= 0:
+        carry.g1 = g1[1]
+    shift = max(data.rfind(b"\x0e"), data.rfind(b"\x0f"))
+    if shift >= 0:
+        carry.shift = data[shift] == 0x0e
+    # SGR: the last reset, then the distinct sequences after it by last occurrence.
+    sgrs = _distinct_last(data, _SGR)
+    last_reset = max(data.rfind(b"\x1b[m"), data.rfind(b"\x1b[0m"))
+    if last_reset >= 0 or carry.reset:
         carry.sgr_reset = True
-        start = last_reset
-    elif carry.reset:
-        carry.sgr_reset = True
-    for m in _SGR.finditer(data, start):
-        carry.sgr.append(_sgr_ints(m.group(1)))
-    carry.sgr = carry.sgr[-64:]
+    carry.sgr = [seq[2:-1] for pos, seq in sgrs if pos > last_reset]
+    if len(sgrs) > _SGR_DISTINCT_MAX:
+        carry.sgr_exact = False
+    carry.cursor = _cursor_after(data)
+    carry.saved_unknown = _SAVES.search(data) is not None
+    carry.tabs_unknown = _TABS.search(data) is not None
     return carry
+
+
+def _last_title(data: bytes) -> str | None:
+    titles = _distinct_last(data, _TITLE)
+    if not titles:
+        return None
+    seq = titles[-1][1]
+    body = seq[4:-1] if seq.endswith(b"\x07") else seq[4:-2]
+    return body.decode("utf-8", "replace")
+
+
+def _cursor_after(data: bytes) -> tuple | str | None:
+    """("at", row, col) if the last thing in `data` that moves the cursor is an absolute
+    positioning; None if nothing in it moves the cursor; else "unknown"."""
+    start = max(0, len(data) - _CURSOR_WINDOW)
+    last = None
+    for last in _CUP.finditer(data, start):
+        pass
+    if last is None:
+        return None if _NEUTRAL_TAIL.match(data) is not None else "unknown"
+    if _NEUTRAL_TAIL.match(data, last.end()) is None:
+        return "unknown"
+    return ("at", int(last.group(1) or 1) or 1, int(last.group(2) or 1) or 1)
 
 
 def main_touched(carry: Carry, was_alt: bool) -> bool:
@@ -136,10 +238,21 @@ def main_touched(carry: Carry, was_alt: bool) -> bool:
     return not alt and carry.length > pos
 
 
-def _sgr_ints(p: bytes) -> list[int]:
-    if b":" in p:
-        return [0] if not p else []  # colon forms: carried as nothing (rare; colours only)
-    return [min(int(x), 9999) if x and len(x) < 6 else 0 for x in p.split(b";")] if p else [0]
+def main_touched_before_enter(carry: Carry, was_alt: bool) -> bool:
+    """Whether the main screen (and so its cursor) may have changed before the last switch
+    to the alternate screen in the skipped bytes — then the cursor that switch saved is
+    unknown."""
+    enters = [i for i, (_, _, on) in enumerate(carry.switches) if on]
+    if not enters or len(carry.switches) < carry.alt_switches or carry.reset:
+        return True
+    alt, pos = was_alt, 0
+    for i, (start, end, on) in enumerate(carry.switches):
+        if i > enters[-1]:
+            break
+        if not alt and start > pos:
+            return True
+        alt, pos = on, end
+    return False
 
 
 @dataclass(frozen=True)
@@ -159,12 +272,18 @@ def last_safe_point(data: bytes | bytearray, rows: int, end: int | None = None) 
             best = SafePoint(offset, kind)
 
     consider(data.rfind(_RESET, 0, end), "reset")
-    consider(data.rfind(_CLEAR, 0, end), "clear")
+    clear = data.rfind(_CLEAR, 0, end)
+    if clear >= 0:
+        # `clear` (and most programs) home the cursor just before: restart there, so the
+        # cursor is known after the clear.
+        m = _CUP_BEFORE.search(bytes(data[max(0, clear - 16):clear]))
+        consider(clear - (len(m.group()) if m else 0), "clear")
     for mode in _ALT:
         consider(data.rfind(b"\x1b[?" + mode + b"h", 0, end), "alt")
         consider(data.rfind(b"\x1b[?" + mode + b"l", 0, end), "leave")
     # `rows` complete lines: find the newline that ends the line `rows` lines before the last
-    # newline; the safe point is just after it.
+    # newline; the safe point is just after it (which must follow a CR, so the line starts at
+    # column 0).
     last_nl = data.rfind(b"\n", 0, end)
     if last_nl >= 0:
         pos = last_nl
@@ -174,16 +293,263 @@ def last_safe_point(data: bytes | bytearray, rows: int, end: int | None = None) 
                 break
         else:
             start = pos + 1
-            if (best is None or start > best.offset) and _MOTION.search(data, start, end) is None:
+            if (best is None or start > best.offset) and pos > 0 and data[pos - 1] == 0x0d \
+                    and MOTION.search(data, start, end) is None:
                 consider(start, "lines")
     return best
 
 
 def blind_point(data: bytes | bytearray, start: int, end: int | None = None) -> int:
-    """The first place at or after `start` where parsing can restart cleanly: just after a
-    newline or at an ESC (both ASCII, so also a UTF-8 boundary). `end` if there is none."""
+    """The first place at or after `start` where parsing can restart cleanly: at a cursor
+    positioning if one is near (so the cursor is known at once), else just after a newline
+    or at an ESC (both ASCII, so also a UTF-8 boundary). `end` if there is none."""
     end = len(data) if end is None else end
+    m = _CUP.search(data, start, min(end, start + 65536))
+    if m is not None:
+        return m.start()
     nl = data.find(b"\n", start, end)
     esc = data.find(b"\x1b", start, end)
     candidates = [p for p in (nl + 1 if nl >= 0 else -1, esc) if p >= 0]
     return min(candidates) if candidates else end
+
+
+# --- footprint ---------------------------------------------------------------------------------
+
+#: Bytes a footprint may contain besides printable text and ESC: none (CR, LF, BS, TAB move the
+#: cursor in ways the footprint does not follow).
+_NOT_PRINTABLE = bytes(range(0x00, 0x1b)) + bytes(range(0x1c, 0x20)) + b"\x7f"
+_KEEP_PRINTABLE = bytes(b for b in range(256) if bytes([b]) not in _NOT_PRINTABLE)
+#: ESC sequences other than CSI that do not move the cursor or touch cells: OSC strings,
+#: character set designations, keypad modes.
+_NON_CSI_NEUTRAL = re.compile(rb"\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[()][0-9A-Za-z]|\x1b[=>]")
+#: The units of a footprint: an absolute positioning (its parameters are captured)...
+_SPLIT_CUP = re.compile(rb"\x1b\[([0-9]*;?[0-9]*)[Hf]")
+#: ...followed by a run of these: neutral CSIs, printable text, and erase-in-line / ECH / CUF.
+_NEUTRAL_CSI = re.compile(rb"\x1b\[(?:[0-9;:]*m|\?[0-9;]*[hl]|[0-9]* q|>[0-9;]*[a-z])")
+_RUN_PART = re.compile(rb"\x1b\[([0-9]*)([KXC])|([^\x1b]+)")
+#: DEC private modes that change where or how text lands: not allowed in a footprint.
+_LAYOUT_MODES = {b"3", b"6", b"7", b"69", b"47", b"1047", b"1049"}
+#: Distinct (position, run) units one footprint looks at before giving up (→ every cell).
+FOOTPRINT_UNITS_MAX = 20_000
+
+
+@dataclass
+class Footprint:
+    """Cells a run of skipped bytes may have written: `every`, or a bit mask per row."""
+
+    every: bool = False
+    rows: dict[int, int] = field(default_factory=dict)
+
+    def add(self, y: int, x: int, n: int) -> None:
+        if n > 0:
+            self.rows[y] = self.rows.get(y, 0) | (((1 << n) - 1) << x)
+
+
+class FootprintCache:
+    """What earlier footprints already worked out, so that a flood repeating the same frames
+    costs interpreted work only the first time: run classifications, and the union of the
+    cells of every (position, run) unit seen since `clear` (a footprint reports that union,
+    a superset of its own cells: safe, and exact enough for redrawing floods)."""
+
+    def __init__(self) -> None:
+        #: run bytes → (width in cells, erase: None | "end" | "row", ok)
+        self.runs: dict[bytes, tuple[int, str | None, bool]] = {}
+        self.units: set[tuple[bytes, bytes]] = set()
+        self.union = Footprint()
+
+    def clear(self) -> None:
+        """Forget the units (the screen is exact again: older footprints are moot)."""
+        self.units.clear()
+        self.union = Footprint()
+        if len(self.runs) > FOOTPRINT_UNITS_MAX:
+            self.runs.clear()
+
+
+def footprint(data: bytes, *, rows: int, cols: int, cursor: tuple[int, int] | None,
+              top: int, bottom: int, origin: bool, autowrap: bool,
+              cache: FootprintCache) -> Footprint:
+    """The cells `data` may write, if it is plain cursor-addressed output; else `every`.
+
+    `cursor` is where the bytes start (row, col, 0-based), or None if unknown. Interpreted
+    work: per (position, run) unit not seen before (`cache`), at most FOOTPRINT_UNITS_MAX.
+    """
+    fp = Footprint()
+    if data.translate(None, _KEEP_PRINTABLE):
+        fp.every = True  # C0 controls: relative motion the footprint does not follow
+        return fp
+    if data.count(b"\x1b") != data.count(b"\x1b["):
+        data = _NON_CSI_NEUTRAL.sub(b"", data)
+        if data.count(b"\x1b") != data.count(b"\x1b["):
+            fp.every = True
+            return fp
+    parts = _SPLIT_CUP.split(data)
+    head, rest = parts[0], parts[1:]
+    if head:
+        if cursor is None:
+            fp.every = True
+            return fp
+        if not _place(fp, head, cursor[0], cursor[1], rows, cols, bottom, autowrap, cache):
+            return fp
+    units = set(zip(rest[0::2], rest[1::2]))
+    new = units - cache.units
+    if len(new) + len(cache.units) > FOOTPRINT_UNITS_MAX:
+        fp.every = True
+        return fp
+    union = cache.union
+    for pos, run in new:
+        r, _, c = pos.partition(b";")
+        y = (int(r) if r else 1) or 1
+        x = (int(c) if c else 1) or 1
+        y -= 1
+        if origin:
+            y = bottom if y > bottom - top else y + top
+        y = min(y, rows - 1)
+        x = min(x - 1, cols - 1)
+        if not _place(union, run, y, x, rows, cols, bottom, autowrap, cache):
+            union.every = False
+            fp.every = True
+            return fp
+    cache.units |= new
+    for y, mask in union.rows.items():
+        fp.rows[y] = fp.rows.get(y, 0) | mask
+    return fp
+
+
+def _place(fp: Footprint, run: bytes, y: int, x: int, rows: int, cols: int, bottom: int,
+           autowrap: bool, cache: FootprintCache) -> bool:
+    """Add the cells `run` writes from (y, x); False (and `every`) if it does more. Every
+    write of the run lies in one span from (y, x), `width` cells long (wrapping)."""
+    info = cache.runs.get(run)
+    if info is None:
+        info = cache.runs[run] = _classify_run(run)
+    width, erase, ok = info
+    if not ok:
+        fp.every = True
+        return False
+    cx = x
+    if not autowrap:
+        fp.add(y, x, min(width, cols - x))
+        cx = min(x + width, cols - 1)
+    else:
+        left = width
+        while True:
+            n = min(left, cols - cx)
+            fp.add(y, cx, n)
+            left -= n
+            cx += n
+            if left <= 0:
+                break
+            if y == bottom or y == rows - 1:
+                fp.every = True  # the text wraps past the bottom: it scrolls
+                return False
+            y, cx = y + 1, 0
+    if erase == "row":
+        fp.add(y, 0, cols)
+    elif erase == "end":
+        start = min(cx, cols - 1)
+        fp.add(y, start, cols - start)
+    return True
+
+
+def _classify_run(run: bytes) -> tuple[int, str | None, bool]:
+    """(cells written, erase kind, ok) for the bytes between two positionings."""
+    run = _NEUTRAL_CSI.sub(lambda m: b"" if _neutral_ok(m.group()) else b"\x00", run)
+    if b"\x00" in run:
+        return 0, None, False
+    width = 0
+    erase = None
+    for m in _RUN_PART.finditer(run):
+        if m.group(3) is not None:
+            text = m.group(3)
+            if text.isascii():
+                width += len(text)
+            else:
+                # Upper bound: a character is at most two cells.
+                chars = text.decode("utf-8", "replace")
+                width += sum(2 if ord(ch) >= 0x1100 else 1 for ch in chars)
+        else:
+            n = int(m.group(1) or 1) or 1
+            final = m.group(2)
+            if final == b"C":
+                width += n
+            elif final == b"X":
+                width += n
+            else:  # K
+                how = int(m.group(1) or 0)
+                erase = "row" if how in (1, 2) else "end"
+    if _RUN_PART.sub(b"", run):
+        return 0, None, False  # something else (another CSI): not a plain run
+    return width, erase, True
+
+
+def _neutral_ok(seq: bytes) -> bool:
+    if seq.startswith(b"\x1b[?"):
+        return not any(p in _LAYOUT_MODES for p in seq[3:-1].split(b";"))
+    return True
+
+
+# --- plain rendering of skipped lines ---------------------------------------------------------
+
+_STRIP = re.compile(
+    r"\x1b\[[\x20-\x3f]*[\x40-\x7e]|\x1b[\]PX^_][^\x07\x1b]*(?:\x07|\x1b\\)?"
+    r"|\x1b[\x20-\x2f]*[\x30-\x7e]|[\x00-\x07\x0b-\x0c\x0e-\x1f\x7f]")
+
+
+def plain_lines(data: bytes, cols: int, limit: int, *, first_prefix: str = "") -> tuple[int, list[str]]:
+    """The rows that the complete lines of `data` (up to its last LF) occupy on a terminal
+    `cols` wide, rendered fast: control sequences removed, CR and BS applied, tabs every 8
+    columns, long lines wrapped. Returns (rows counted, the last `limit` rows); rows before
+    the kept ones are counted as one per line (their wrapping is not worked out)."""
+    last = data.rfind(b"\n")
+    if last < 0:
+        return 0, []
+    total_lines = data.count(b"\n", 0, last + 1)
+    if limit <= 0:
+        return total_lines, []
+    start = 0
+    pos = last
+    for _ in range(limit):
+        pos = data.rfind(b"\n", 0, pos)
+        if pos < 0:
+            break
+    else:
+        start = pos + 1
+    text = data[start:last].decode("utf-8", "replace")
+    text = _STRIP.sub("", text)
+    rendered: list[str] = []
+    lines = text.split("\n")
+    if start == 0 and first_prefix:
+        lines[0] = first_prefix + lines[0]
+    for line in lines:
+        rendered += _plain_rows(line, cols)
+    skipped = total_lines - len(lines)
+    kept = rendered[-limit:] if limit else []
+    return skipped + len(rendered), kept
+
+
+def _plain_rows(line: str, cols: int) -> list[str]:
+    if "\r" in line or "\b" in line or "\t" in line:
+        cells: list[str] = []
+        x = 0
+        for ch in line:
+            if ch == "\r":
+                x = 0
+            elif ch == "\b":
+                x = max(x - 1, 0)
+            else:
+                if ch == "\t":
+                    n = 8 - x % 8
+                    ch = " "
+                else:
+                    n = 1
+                for _ in range(n):
+                    if x < len(cells):
+                        cells[x] = ch
+                    else:
+                        cells.append(ch)
+                    x += 1
+        line = "".join(cells)
+    line = line.rstrip(" ")
+    if len(line) <= cols:
+        return [line]
+    return [line[i:i + cols].rstrip(" ") for i in range(0, len(line), cols)]

@@ -1,38 +1,58 @@
-"""ScreenKeeper: one terminal's visible screen, kept under a CPU budget (sync, sans-IO).
+"""ScreenKeeper: one terminal's screen and scrollback, kept under a CPU budget (sync, sans-IO).
 
-pyte parses 0.27-0.87 MiB/s (DESIGN.md), a PTY delivers ~96 MiB/s: pyte must never sit between
-the child and the store. So `feed` only appends raw bytes to a bounded pending buffer (and
-scans them for terminal queries, C speed); `process(budget)` parses pending bytes for at most
-`budget` seconds; when the backlog is more than `backlog_seconds` of parsing, it
-fast-forwards: it jumps to the latest safe point of the backlog (fastforward.py), carrying the
-modes that matter across the skipped bytes.
+pyte-speed parsing (~3 MiB/s here) must never sit between the child and the store, which
+moves ~100 MiB/s. So `feed` only appends raw bytes to a bounded pending buffer (and scans
+them for terminal queries, C speed); `process(budget)` parses pending bytes for at most
+`budget` seconds; when the backlog is more than `backlog_seconds` of parsing, it skips
+("fast-forwards") bytes instead, at C speed.
+
+Cost (no output, however hostile, holds the caller for more than a few milliseconds)
+---------------------------------------------------------------------------------------
+- Parsing goes by chunks of `PARSE_CHUNK` bytes with a clock check between chunks.
+- A control function costs at most O(rows + columns) interpreted steps (vtscreen.py), but
+  `ESC # 8` or `CSI 2 J` on a 1000×1000 screen still copies a million cells: the parser
+  counts that work and stops after `WORK_PER_FEED` units, keeping the rest of its chunk, so
+  even a chunk made only of such sequences is cut into pieces with a clock check between.
+  Slow sequences lower the measured parse rate, so a flood of them is skipped sooner.
+- Skipping goes by pieces of at most `SKIP_PIECE` bytes, also with a clock check between,
+  its interpreted work bounded per distinct sequence (fastforward.py).
+- Rendering a snapshot re-renders only rows whose cells changed (C-level join per row).
+`tests/bench/bench_screen.py` measures the longest hold (target ≤ 20 ms).
 
 Fidelity (the precise rule)
 ---------------------------
-The keeper tracks, for the main and the alternate screen separately, whether that buffer may
-differ from what a terminal fed every byte would show ("has a gap"):
+The screen is "exact" when it provably equals what a terminal fed every byte would show:
+no visible cell is tainted and the cursor position is known (vtscreen.py). Skipping bytes
+taints exactly what they may have changed:
 
-- A jump marks a gap on every buffer the skipped bytes could have touched: the main screen
-  if any skipped byte fell while it was visible (fastforward.main_touched), the alternate
-  screen if it was visible or the skipped bytes switched screens. So a flood inside vim
-  leaves the shell's screen exact: leaving vim shows it exactly.
-- Dropping the head of the pending buffer (more than `screen_pending_bytes` unparsed) is a
-  skip too, applied at the next `process`.
-- Parsing (not skipping) a safe point clears gaps: RIS clears both buffers, ED 2 the visible
-  one, entering the alternate screen the alternate one. A jump to a `lines` safe point clears
-  the visible one (scrolling `rows` whole lines pushes out every older cell).
-- `fidelity` is "exact" when the visible buffer has no gap and no head drop is waiting to be
-  applied, "fast_forwarded" otherwise. Unparsed bytes (staleness) are not a fidelity loss:
-  they will be parsed; `pending_bytes` exposes them.
+- A skip that ends at a safe point (reset, clear, alternate-screen switch, `rows` complete
+  lines: fastforward.py) supersedes the screen: nothing is tainted once the bytes after the
+  safe point are parsed, because those rebuild every visible cell; until then the screen is
+  "provisional" (reported fast_forwarded).
+- Any other skip taints the cells its bytes may have written — its footprint, when they are
+  plain cursor-addressed output, else every cell of every buffer they touched — and makes
+  the cursor unknown unless an absolute positioning is the last thing that moved it.
+- Modes, the title, the scroll region, the character sets and the attributes are carried
+  across every skip exactly (fastforward.Carry); if the attributes cannot be (more than 512
+  distinct SGR sequences), cells drawn with them are tainted until an SGR reset.
+- Parsing writes clear the taint of the cells they write (with known attributes at a known
+  cursor). A full clear, a reset, DECALN, entering the alternate screen clear everything.
+- Dropping the head of the pending buffer (more than `screen_pending_bytes` unparsed)
+  taints every cell of the buffers the dropped bytes touched.
 
-Exact again after quiet: line output (the usual flood) lands on a `lines` safe point, so the
-screen is exact as soon as the backlog is parsed. A TUI flood may force a blind jump (no safe
-point close enough): for that the keeper keeps a *checkpoint* — a copy of the screen taken
-right after a safe point was parsed with no gap anywhere, plus every raw byte fed since (at
-most `screen_replay_bytes`). `resync()` restores the checkpoint and replays those bytes,
-which yields an exact screen; the driver calls it once output has been quiet for
-`screen_quiet_exact_seconds`. Without a checkpoint (more than `screen_replay_bytes` since the
-last safe point) the screen stays "fast_forwarded" until the program next clears or resets.
+Exact again after quiet, whatever the flood: the keeper keeps up to two *checkpoints* — a
+copy of the screen state at a parsed position plus every raw byte fed since, at most
+`screen_replay_bytes` — a new one every half of that. Once output has been quiet for
+`screen_quiet_exact_seconds` the driver calls `resync()`, which restores the oldest one and
+replays its bytes without skipping: every cell the replayed bytes write is exact again, so
+a flood that redraws its cells within `screen_replay_bytes / 2` (every TUI's frames, every
+line flood) ends exact. What is still tainted after the replay stays "fast_forwarded" until
+the program writes it again; never a guess.
+
+Scrollback: rows leaving the top of the main screen go to `scrollback` (scrollback.py) as
+tmux moves them into its history; lines skipped by a fast-forward are rendered by the fast
+plain path and marked fast_forwarded. `scrollback_lines(start, count)` reads them by
+absolute line number.
 
 Queries: DA1/DA2/DSR are answered at feed time from the raw bytes; CPR needs the cursor, so
 the keeper parses everything before the query right then (within the backlog bound, by
@@ -47,33 +67,49 @@ from __future__ import annotations
 import codecs
 import time
 from dataclasses import dataclass
-
-from pyte import modes as mo
+from operator import attrgetter
 
 from vigil.daemon.settings import DEFAULTS, Settings
 
 from . import render
-from .fastforward import Carry, blind_point, last_safe_point, main_touched, scan_carry
-from .parser import Parser
+from .fastforward import (
+    MOTION,
+    Carry,
+    FootprintCache,
+    blind_point,
+    footprint,
+    last_safe_point,
+    main_touched,
+    main_touched_before_enter,
+    plain_lines,
+    scan_carry,
+)
+from .parser import Parser, _sgr_params
 from .queries import DA1_REPLY, DA2_REPLY, DSR_REPLY, Query, QueryScanner, cpr_reply
+from .scrollback import Scrollback, ScrollbackPage
 from .snapshot import ScreenSnapshot
-from .vtscreen import BRACKETED_PASTE, VtScreen
+from .vtscreen import BLANK, DEC_GRAPHICS, LATIN1, VtScreen, blank_row, row_used
 
-#: Bytes parsed between two budget checks. At the measured 0.3-3 MiB/s (pyte's figure, and
-#: ours with the fast draw) 2 KiB is 0.7-7 ms, a fair fraction of a 5 ms slice.
+#: Bytes parsed between two clock checks. At the measured 0.3-3 MiB/s 2 KiB is 0.7-7 ms.
 PARSE_CHUNK = 2048
+#: Screen work units (about one cell copied each, vtscreen.py) one parser call may do before
+#: it stops and keeps the rest of its chunk: ~1-2 ms of list copying here.
+WORK_PER_FEED = 400_000
+#: Bytes skipped between two clock checks while fast-forwarding (~2-5 ms of C-speed scans).
+SKIP_PIECE = 256 * 1024
+#: Styled scrollback rows given their ANSI rendering per idle slice.
+COMPACT_PER_SLICE = 256
 
 #: First estimate of the parse rate before any measurement (bytes per second): DESIGN.md's
 #: lowest pyte figure, 0.27 MiB/s. Updated from real timings after every slice.
 INITIAL_RATE = 256 * 1024
 #: Bounds of the measured rate, so one odd timing (a GC pause, a suspended VM) cannot make the
-#: keeper skip everything or nothing: 64 KiB/s .. 64 MiB/s.
-_RATE_MIN, _RATE_MAX = 64 * 1024, 64 * 1024 * 1024
+#: keeper skip everything or nothing: 16 KiB/s .. 64 MiB/s.
+_RATE_MIN, _RATE_MAX = 16 * 1024, 64 * 1024 * 1024
 
-
-#: Longest cursor position report: rows and columns are at most 1000 (Settings ranges), and
-#: pyte clamps positions to 9999 anyway.
+#: Longest cursor position report: rows and columns are at most 1000 (Settings ranges).
 _CPR_MAX = len(cpr_reply(9999, 9999))
+_TAINT = attrgetter("taint")
 
 
 def _new_decoder():
@@ -85,8 +121,8 @@ class _Checkpoint:
     screen: dict
     parser: tuple
     decoder: tuple
+    scrollback_total: int
     data: bytearray  #: every raw byte fed after the checkpoint
-    gaps: tuple[bool, bool] = (False, False)  #: (main, alt) gaps at the checkpoint
 
 
 class ScreenKeeper:
@@ -95,25 +131,34 @@ class ScreenKeeper:
     Args:
         rows, cols: terminal size (the PTY's).
         settings: limits (`screen_*` fields).
+        revision: the first snapshot's revision is `revision + 1` (a keeper that continues
+            an execution's screen after a daemon restart passes the last one it reported,
+            so revisions keep increasing).
     """
 
-    def __init__(self, rows: int, cols: int, settings: Settings = DEFAULTS):
+    def __init__(self, rows: int, cols: int, settings: Settings = DEFAULTS, *, revision: int = 0):
         self._settings = settings
         self._screen = VtScreen(cols, rows)
-        self._parser = Parser(self._screen, escape_max=settings.screen_escape_max_bytes)
+        self._parser = Parser(self._screen, escape_max=settings.screen_escape_max_bytes,
+                              work_limit=WORK_PER_FEED)
         self._decoder = _new_decoder()
         self._pending = bytearray()
-        self._dropped = False
-        self._carry = Carry()
-        self._gap_main = False
-        self._gap_alt = False
+        #: Head of the pending buffer dropped since the last `process` (see `_append`).
+        self._dropped: Carry | None = None
+        self._dropped_tail = b""
+        self._dropped_lines = 0
         self._queries = QueryScanner()
         self._replies = bytearray()
         self._rate = float(INITIAL_RATE)
-        self._checkpoint: _Checkpoint | None = None
+        self._checkpoints: list[_Checkpoint] = []
         self._replaying = False
-        self._hook_screen()
-        #: Counters, for status and tests.
+        #: Skipping toward a safe point not reached yet: the screen is not meaningful.
+        self._provisional: str | None = None
+        #: [bytes still to skip, safe point kind or None] while a skip spans several calls.
+        self._skip_target: list | None = None
+        self._footprints = FootprintCache()
+        self.scrollback = Scrollback(settings.screen_scrollback_lines)
+        #: Counters, for status, tests and benchmarks.
         self.fed_bytes = 0
         self.parsed_bytes = 0
         self.skipped_bytes = 0
@@ -121,10 +166,17 @@ class ScreenKeeper:
         self.blind_jumps = 0
         self.replies_dropped = 0
         self.resyncs = 0
-        # Render cache: per row (cells, text); see _refresh.
-        self._rows: list[tuple[dict, str]] = [({}, "")] * rows
+        self.checkpoints_taken = 0
+        #: Longest single `process` call so far (seconds), for the stall benchmark.
+        self.longest_process = 0.0
+        # Render cache: id(row) → (row, copy of its cells, text); see _refresh.
+        self._row_cache: dict[int, tuple] = {}
+        self._texts: list[str] = [""] * rows
+        self._row_tuples: list[tuple] = []
+        self._ids: list[int] = []
+        self._changes = -1
         self._meta: tuple | None = None
-        self._revision = 0
+        self._revision = revision
 
     # --- input -------------------------------------------------------------------------------
 
@@ -150,21 +202,29 @@ class ScreenKeeper:
         if not data:
             return
         self._pending += data
-        cp = self._checkpoint
-        if cp is not None:
-            cp.data += data
-            if len(cp.data) > self._settings.screen_replay_bytes:
-                self._checkpoint = None
+        if self._checkpoints:
+            limit = self._settings.screen_replay_bytes
+            for cp in self._checkpoints:
+                cp.data += data
+            self._checkpoints = [cp for cp in self._checkpoints if len(cp.data) <= limit]
         limit = self._settings.screen_pending_bytes
         if len(self._pending) > limit:
             # Drop down to 3/4 of the limit so that a flood pays the scan once per quarter
-            # limit, not once per read.
-            cut = len(self._pending) - limit * 3 // 4
-            cut = blind_point(self._pending, cut)
-            self._carry.merge(scan_carry(memoryview(self._pending)[:cut]))
+            # limit, not once per read. What the dropped bytes did is applied (as "every
+            # cell they touched") at the next `process`.
+            cut = blind_point(self._pending, len(self._pending) - limit * 3 // 4)
+            head = memoryview(self._pending)[:cut]
+            carry = scan_carry(head)
+            if self._dropped is None:
+                self._dropped = carry
+            else:
+                self._dropped.merge(carry)
+            tail_start = max(0, cut - 65536)
+            self._dropped_lines += self._pending.count(b"\n", 0, tail_start) + self._dropped_tail.count(b"\n")
+            self._dropped_tail = bytes(head[tail_start:])
+            head.release()
             del self._pending[:cut]
             self.skipped_bytes += cut
-            self._dropped = True
 
     def _answer(self, kind: Query) -> None:
         if kind is Query.CPR:
@@ -173,8 +233,8 @@ class ScreenKeeper:
                 self._catch_up()
                 s = self._screen
                 row = s.cursor.y + 1
-                if mo.DECOM in s.mode and s.margins is not None:
-                    row -= s.margins.top
+                if s.origin:
+                    row -= s.top
                 reply = cpr_reply(row, min(s.cursor.x, s.columns - 1) + 1)
         else:
             reply = {Query.DA1: DA1_REPLY, Query.DA2: DA2_REPLY, Query.DSR: DSR_REPLY}[kind]
@@ -197,207 +257,379 @@ class ScreenKeeper:
 
     @property
     def pending_bytes(self) -> int:
-        """Raw bytes fed but not yet parsed."""
-        return len(self._pending)
+        """Raw bytes fed but not yet parsed (or skipped)."""
+        return len(self._pending) + len(self._parser.pending)
 
     def process(self, budget_seconds: float, *, backlog_seconds: float | None = None) -> bool:
-        """Parse pending bytes for at most about `budget_seconds` (one chunk may overrun).
+        """Parse pending bytes for at most about `budget_seconds` (one chunk may overrun by a
+        couple of milliseconds).
 
         Fast-forwards first when the backlog would take more than `backlog_seconds` (default
         `screen_backlog_seconds`) of parsing at the measured rate.
 
         Returns:
-            True if pending bytes remain (call again), False when the screen is up to date.
+            True if work remains (call again), False when the screen is up to date.
         """
         t0 = time.perf_counter()
         deadline = t0 + budget_seconds
         backlog = self._settings.screen_backlog_seconds if backlog_seconds is None else backlog_seconds
         capacity = max(PARSE_CHUNK, int(self._rate * backlog))
-        if self._dropped or (not self._replaying and len(self._pending) > capacity):
-            self._fast_forward(capacity)
+        if self._dropped is not None:
+            self._apply_drop()
+        if self._skip_target is not None or (not self._replaying and len(self._pending) > capacity):
+            self._fast_forward(capacity, deadline)
         t1 = time.perf_counter()
         parsed = 0
+        parser = self._parser
         pending = self._pending
-        while pending:
-            n = min(len(pending), PARSE_CHUNK)
-            self._parse(n)
-            parsed += n
+        while self._skip_target is None and (pending or parser.backlog):
+            if parser.backlog:
+                parser.feed("")
+            else:
+                n = min(len(pending), PARSE_CHUNK)
+                self._parse(n)
+                parsed += n
+            self._take_history()
+            self._maybe_checkpoint()
             if time.perf_counter() >= deadline:
                 break
         elapsed = time.perf_counter() - t1
         if parsed >= PARSE_CHUNK and elapsed > 0:
             measured = min(max(parsed / elapsed, _RATE_MIN), _RATE_MAX)
             self._rate = 0.7 * self._rate + 0.3 * measured
-        if not pending:
+        more = bool(pending) or parser.backlog or self._skip_target is not None
+        if not more:
             self._replaying = False
-        return bool(pending)
+            if time.perf_counter() < deadline:
+                self.scrollback.compact(COMPACT_PER_SLICE)
+        self.longest_process = max(self.longest_process, time.perf_counter() - t0)
+        return more
 
     def _parse(self, n: int) -> None:
         chunk = bytes(self._pending[:n])
         del self._pending[:n]
         self.parsed_bytes += n
-        before = self._screen.resync_count
         self._parser.feed(self._decoder.decode(chunk))
-        if self._screen.resync_count != before:
-            self._maybe_checkpoint()
 
-    def _hook_screen(self) -> None:
-        self._screen.on_resync = self._on_resync
+    def _take_history(self) -> None:
+        screen = self._screen
+        if screen.history_cleared:
+            screen.history_cleared = 0
+            screen.scrolled_off = []
+            self.scrollback.clear()
+        if screen.scrolled_off:
+            rows, blind = screen.scrolled_off, screen.scrolled_off_blind
+            screen.scrolled_off, screen.scrolled_off_blind = [], []
+            self.scrollback.add_rows(rows, blind)
 
-    def _on_resync(self, kind: str) -> None:
-        # Called by VtScreen while a safe point is *parsed* (see "Fidelity").
-        if kind == "reset":
-            self._gap_main = self._gap_alt = False
-        elif kind == "clear":
-            if self._screen.alt_screen:
-                self._gap_alt = False
-            else:
-                self._gap_main = False
-        elif kind == "alt":
-            self._gap_alt = False
+    # --- checkpoints and replay -----------------------------------------------------------------
 
     def _maybe_checkpoint(self) -> None:
-        if self._gap_main or self._gap_alt or self._dropped:
+        """Keep a checkpoint whose replay covers between half and all of
+        `screen_replay_bytes` (see "Exact again after quiet")."""
+        limit = self._settings.screen_replay_bytes
+        if limit <= 0 or len(self._pending) > limit // 2:
             return
-        if len(self._pending) > self._settings.screen_replay_bytes:
-            self._checkpoint = None
+        cps = self._checkpoints
+        if cps and len(cps[-1].data) < limit // 2:
             return
-        self._checkpoint = _Checkpoint(
+        cps.append(_Checkpoint(
             screen=self._screen.copy_state(),
             parser=self._parser.state,
             decoder=self._decoder.getstate(),
+            scrollback_total=self.scrollback.total,
             data=bytearray(self._pending),
-        )
-
-    def _fast_forward(self, capacity: int) -> None:
-        data = self._pending
-        sp = last_safe_point(data, self._screen.lines)
-        if sp is not None and len(data) - sp.offset <= capacity:
-            self._jump(sp.offset, sp.kind)
-            return
-        if sp is not None and len(data) - sp.offset <= self._settings.screen_replay_bytes:
-            # The latest safe point is too far back to parse now, but close enough to replay
-            # once output is quiet: jump there first and keep that state as the checkpoint,
-            # then jump blind from it.
-            self._jump(sp.offset, sp.kind)
-            self._checkpoint = _Checkpoint(
-                screen=self._screen.copy_state(),
-                parser=self._parser.state,
-                decoder=self._decoder.getstate(),
-                data=bytearray(self._pending),
-                gaps=(self._gap_main, self._gap_alt),
-            )
-            data = self._pending
-        cut = blind_point(data, max(0, len(data) - capacity))
-        if cut or self._dropped:
-            self._jump(cut, None)
-            self.blind_jumps += 1
-
-    def _jump(self, cut: int, kind: str | None) -> None:
-        """Skip `pending[:cut]` and restart parsing there (see "Fidelity" for the gaps)."""
-        if cut == 0 and not self._dropped:
-            return  # nothing skipped: parsing simply continues
-        data = self._pending
-        carry = self._carry
-        carry.merge(scan_carry(memoryview(data)[:cut]))
-        self._carry = Carry()
-        del data[:cut]
-        self.skipped_bytes += cut
-        self.jumps += 1
-        self._dropped = False
-        self._decoder = _new_decoder()
-        self._parser.reset()
-        screen = self._screen
-        was_alt = screen.alt_screen
-        # Gaps on every buffer the skipped bytes could have touched.
-        if main_touched(carry, was_alt):
-            self._gap_main = True
-        if was_alt or carry.alt_switches or carry.reset:
-            self._gap_alt = True
-        self._apply_carry(carry)
-        if kind == "lines":
-            # Line output leaves the cursor on the bottom row; from there `rows` newlines
-            # scroll every older cell away.
-            screen.margins = None
-            screen.cursor.x = 0
-            screen.cursor.y = screen.lines - 1
-            if screen.alt_screen:
-                self._gap_alt = False
-            else:
-                self._gap_main = False
-            self._maybe_checkpoint()
-
-    def _apply_carry(self, carry: Carry) -> None:
-        screen = self._screen
-        hook = screen.on_resync
-        screen.on_resync = lambda kind: None  # carried changes are not parsed safe points
-        try:
-            if carry.reset:
-                screen.reset()
-                self._parser.title = ""
-            if carry.alt is not None and carry.alt != screen.alt_screen:
-                (screen.set_mode if carry.alt else screen.reset_mode)(1049, private=True)
-            if carry.bracketed_paste is not None:
-                (screen.mode.add if carry.bracketed_paste else screen.mode.discard)(BRACKETED_PASTE)
-            if carry.cursor_visible is not None:
-                (screen.mode.add if carry.cursor_visible else screen.mode.discard)(mo.DECTCEM)
-            if carry.title is not None:
-                self._parser.title = screen.title = carry.title[: self._parser.escape_max]
-            if carry.sgr_reset:
-                screen.select_graphic_rendition(0)
-            for params in carry.sgr:
-                try:
-                    screen.select_graphic_rendition(*params)
-                except Exception:
-                    pass
-        finally:
-            screen.on_resync = hook
-
-    def lost(self) -> None:
-        """Bytes between what was fed and what comes next never arrived (a guardian ring
-        gap). The screen can't be exact again until a safe point is parsed, and the replay
-        checkpoint no longer joins up with the stream, so it is dropped."""
-        self._gap_main = self._gap_alt = True
-        self._checkpoint = None
+        ))
+        self.checkpoints_taken += 1
+        del cps[:-2]
 
     def resync(self) -> bool:
-        """Re-render exactly from the checkpoint, if the screen is fast-forwarded and one is
+        """Re-render exactly from the oldest checkpoint, if the screen is not exact and one is
         kept. The replayed bytes become pending (parse them with `process`; they are not
         fast-forwarded unless new output arrives). Returns True if a replay was started."""
-        cp = self._checkpoint
-        if cp is None or self.fidelity == "exact":
+        if not self._checkpoints or self.fidelity == "exact":
             return False
+        cp = self._checkpoints[0]
         self._screen.restore_state(cp.screen)
         self._parser.state = cp.parser
         self._decoder = _new_decoder()
         self._decoder.setstate(cp.decoder)
         self._pending = bytearray(cp.data)
-        self._dropped = False
-        self._carry = Carry()
-        self._gap_main, self._gap_alt = cp.gaps
+        self._dropped = None
+        self._provisional = None
+        self._skip_target = None
+        self.scrollback.truncate(cp.scrollback_total)
         self._replaying = True
         self.resyncs += 1
+        # Newer checkpoints stay valid (their data is a suffix of this replay).
         return True
+
+    # --- skipping -------------------------------------------------------------------------------
+
+    def _fast_forward(self, capacity: int, deadline: float) -> None:
+        """Skip toward the best restart point in the pending bytes, a piece at a time, until
+        the backlog fits `capacity` or the deadline passes (then the next call goes on)."""
+        while True:
+            if self._skip_target is None:
+                data = self._pending
+                sp = last_safe_point(data, self._screen.lines)
+                if sp is not None and sp.offset > 0 \
+                        and len(data) - sp.offset <= self._settings.screen_replay_bytes:
+                    self._skip_target = [sp.offset, sp.kind]
+                    self._begin_superseding(sp.kind)
+                elif len(data) > capacity:
+                    self._skip_target = [blind_point(data, len(data) - capacity), None]
+                else:
+                    return
+            target = self._skip_target
+            while target[0] > 0:
+                n = target[0] if target[0] <= SKIP_PIECE else blind_point(self._pending, SKIP_PIECE, target[0])
+                self._skip(n, footprinted=target[1] is None)
+                target[0] -= n
+                if target[0] and time.perf_counter() >= deadline:
+                    return
+            self._skip_target = None
+            if target[1] is None:
+                return
+            self._arrive(target[1])
+            if len(self._pending) <= capacity:
+                return
+            # The safe point is too far back to parse now, but its state is a good
+            # checkpoint: keep it for the replay, then skip blind from it.
+            self._take_checkpoint_now()
+            self._skip_target = [blind_point(self._pending, len(self._pending) - capacity), None]
+
+    def _take_checkpoint_now(self) -> None:
+        self._checkpoints.append(_Checkpoint(
+            screen=self._screen.copy_state(), parser=self._parser.state,
+            decoder=self._decoder.getstate(), scrollback_total=self.scrollback.total,
+            data=bytearray(self._pending)))
+        self.checkpoints_taken += 1
+        del self._checkpoints[:-2]
+
+    def _begin_superseding(self, kind: str) -> None:
+        """A skip to a safe point starts: the main screen's rows go to the history now (they
+        would scroll or be cleared away before the bytes after the safe point show), and
+        blank filler rows (never history) stand in until the safe point is parsed."""
+        self._provisional = kind
+        screen = self._screen
+        if kind in ("lines", "clear", "reset") and not screen.alt_screen:
+            used = 0
+            for y, row in enumerate(screen.buffer):
+                if row_used(row):
+                    used = y + 1
+            used = max(used, min(screen.cursor.y + 1, screen.lines)) if used else 0
+            screen.scrolled_off += screen.buffer[:used]
+            self._take_history()
+            screen.buffer[:] = [blank_row(screen.columns).variant(filler=True)] * screen.lines
+            screen.changes += 1
+
+    def _arrive(self, kind: str) -> None:
+        """The skip reached its safe point: parsing resumes at it."""
+        self._provisional = None
+        self.jumps += 1
+        screen = self._screen
+        if kind == "lines":
+            # Line output leaves the cursor on the bottom row; from there `rows` newlines
+            # scroll every older cell away.
+            if screen.top != 0 or screen.bottom != screen.lines - 1:
+                screen.taint_visible()  # a scroll region: the rule does not hold
+            screen.buffer[-1] = blank_row(screen.columns)
+            screen.cursor.x = 0
+            screen.cursor.y = screen.lines - 1
+            screen.x_known = screen.y_known = True
+            screen.changes += 1
+
+    def _skip(self, n: int, *, footprinted: bool) -> None:
+        """Skip pending[:n] (and whatever the parser and decoder held before it)."""
+        screen = self._screen
+        held = self._parser.pending
+        buffered = self._decoder.getstate()[0]
+        data = (held.encode("utf-8", "surrogatepass") if held else b"") + buffered + bytes(self._pending[:n])
+        del self._pending[:n]
+        self.skipped_bytes += n
+        self._parser.reset()
+        self._decoder = _new_decoder()
+        if not footprinted:
+            carry = scan_carry(data)
+            self._history_from_skip(data, carry, fast_forwarded=True)
+            self._apply_carry(carry, taint=False)
+            return
+        self.blind_jumps += 1
+        was_alt = screen.alt_screen
+        cursor = None if screen.blind else (screen.cursor.y, screen.cursor.x)
+        fp = footprint(data, rows=screen.lines, cols=screen.columns, cursor=cursor,
+                       top=screen.top, bottom=screen.bottom, origin=screen.origin,
+                       autowrap=screen.autowrap, cache=self._footprints)
+        carry = scan_carry(data)
+        if carry.cursor == "unknown":
+            self._lines_cursor(data, carry)
+        self._history_from_skip(data, carry, fast_forwarded=True)
+        self._apply_carry(carry, taint=False)
+        if fp.every or carry.alt_switches or carry.reset:
+            self._taint_touched(carry, was_alt)
+        else:
+            screen.add_taint(fp.rows)
+
+    def _lines_cursor(self, data: bytes, carry: Carry) -> None:
+        """Where skipped line output leaves the cursor: if `data` ends with `rows` line feeds
+        and no cursor motion among them, on a screen without scroll region, the cursor is on
+        the bottom row wherever it started — at column 0 after CR LF, in its column if the
+        bytes were line feeds only."""
+        screen = self._screen
+        if not data.endswith(b"\n") or screen.top != 0 or screen.bottom != screen.lines - 1 \
+                or screen.origin:
+            return
+        pos = len(data) - 1
+        for _ in range(screen.lines):
+            pos = data.rfind(b"\n", 0, pos)
+            if pos < 0:
+                return
+        if MOTION.search(data, pos + 1) is not None:
+            return
+        if data.endswith(b"\r\n"):
+            carry.cursor = ("at", screen.lines, 1)
+        elif not data.strip(b"\n") and screen.x_known:
+            carry.cursor = ("at", screen.lines, min(screen.cursor.x, screen.columns - 1) + 1)
+
+    def _taint_touched(self, carry: Carry, was_alt: bool) -> None:
+        """Every cell of every buffer the skipped bytes may have drawn on."""
+        screen = self._screen
+        main = screen.main_buffer if screen.alt_screen else screen.buffer
+        if main_touched(carry, was_alt):
+            screen.add_taint(None, main)
+        if screen.alt_screen and (was_alt or carry.alt_switches or carry.reset):
+            screen.add_taint(None)
+
+    def _history_from_skip(self, data: bytes, carry: Carry, *, fast_forwarded: bool) -> None:
+        """Lines the skipped bytes wrote on the main screen, by the fast plain path."""
+        screen = self._screen
+        if (screen.alt_screen and not carry.alt_switches) or b"\n" not in data:
+            return
+        if carry.alt_switches and not main_touched(carry, screen.alt_screen):
+            return
+        # Lines that more pending lines will push out of the scrollback anyway are only
+        # counted (a `yes` flood skips ~100,000 lines a slice).
+        keep = max(0, self.scrollback.limit - self._pending.count(b"\n"))
+        count, lines = plain_lines(data, screen.columns, keep)
+        self.scrollback.add_text(lines, fast_forwarded=fast_forwarded, skipped=count - len(lines))
+
+    def _apply_carry(self, carry: Carry, *, taint: bool) -> None:
+        """Bring the screen's state to what the skipped bytes left (see Carry)."""
+        screen = self._screen
+        was_alt = screen.alt_screen
+        saved_cursor_known = not main_touched_before_enter(carry, was_alt) and not screen.blind
+        if carry.reset:
+            title = self._parser.title
+            screen.reset()
+            self._parser.title = screen.title = title
+            self._take_history()
+        if carry.alt is not None and carry.alt != screen.alt_screen:
+            c = screen.cursor
+            if carry.alt:
+                screen.set_mode([1049], True, True)
+                screen.alt_saved.known = saved_cursor_known
+            else:
+                screen.set_mode([1049], True, False)
+            del c
+        for name, value in carry.modes.items():
+            setattr(screen, name, value)
+        if carry.title is not None:
+            self._parser.title = screen.title = carry.title[: self._parser.escape_max]
+        if carry.margins is not None:
+            top, bottom = carry.margins
+            t = min(max(top, 1) - 1, screen.lines - 1)
+            b = min((bottom or screen.lines) - 1, screen.lines - 1)
+            if t < b:
+                screen.top, screen.bottom = t, b
+        if carry.g0 is not None:
+            screen.g0 = DEC_GRAPHICS if carry.g0 == b"0" else LATIN1
+        if carry.g1 is not None:
+            screen.g1 = DEC_GRAPHICS if carry.g1 == b"0" else LATIN1
+        if carry.shift is not None:
+            screen.shift = carry.shift
+        if carry.sgr_reset:
+            screen.cursor.attrs = BLANK
+            screen.attrs_known = True
+        for params in carry.sgr:
+            values = _sgr_params(params.decode("ascii"))
+            if values is not None:
+                screen.select_graphic_rendition(values)
+        if not carry.sgr_exact:
+            screen.attrs_known = False
+        if carry.saved_unknown:
+            screen.saved.known = False
+        if carry.tabs_unknown:
+            screen.tabs_known = False
+        cursor = carry.cursor
+        if isinstance(cursor, tuple):
+            screen.cursor_position(cursor[1], cursor[2])
+        elif cursor == "unknown":
+            screen.x_known = screen.y_known = False
+        screen.last_char = None
+        screen.changes += 1
+
+    def _apply_drop(self) -> None:
+        """The head of the pending buffer was dropped (`_append`): what those bytes did is
+        applied now, as "every cell of every buffer they touched"."""
+        carry, self._dropped = self._dropped, None
+        screen = self._screen
+        was_alt = screen.alt_screen
+        self._parser.reset()
+        self._decoder = _new_decoder()
+        self._provisional = None
+        self._skip_target = None
+        if self._dropped_tail and (not screen.alt_screen or carry.alt_switches):
+            count, lines = plain_lines(self._dropped_tail, screen.columns, self.scrollback.limit)
+            self.scrollback.add_text(lines, fast_forwarded=True,
+                                     skipped=self._dropped_lines + count - len(lines))
+        self._dropped_tail = b""
+        self._dropped_lines = 0
+        self._apply_carry(carry, taint=True)
+        self._taint_touched(carry, was_alt)
+        if carry.cursor is None:
+            screen.x_known = screen.y_known = False
+        self.jumps += 1
+        self.blind_jumps += 1
+        self._checkpoints = []
+
+    def lost(self) -> None:
+        """Bytes between what was fed and what comes next never arrived (a guardian ring
+        gap). Nothing on either screen can be trusted until it is written again, and the
+        replay checkpoints no longer join up with the stream, so they are dropped."""
+        screen = self._screen
+        for buf in (screen.buffer, screen.main_buffer):
+            if buf is not None:
+                screen.add_taint(None, buf)
+        screen.x_known = screen.y_known = False
+        screen.changes += 1
+        self._checkpoints = []
 
     # --- size ----------------------------------------------------------------------------------
 
     def resize(self, rows: int, cols: int) -> None:
-        """New terminal size. The replay checkpoint is dropped: it was taken at the old size."""
+        """New terminal size. The replay checkpoints are dropped: they were taken at the old
+        size."""
         screen = self._screen
         if (rows, cols) == (screen.lines, screen.columns):
             return
-        screen.resize(lines=rows, columns=cols)
-        screen.tabstops = {x for x in screen.tabstops if x < cols} | set(range(8, cols, 8))
-        screen.dirty.update(range(rows))
-        self._rows = [({}, "")] * rows
-        self._checkpoint = None
+        self._catch_up_before_resize()
+        screen.resize(rows, cols)
+        self._checkpoints = []
+        self._take_history()
+
+    def _catch_up_before_resize(self) -> None:
+        pass
 
     # --- output --------------------------------------------------------------------------------
 
     @property
     def fidelity(self) -> str:
-        gap = self._gap_alt if self._screen.alt_screen else self._gap_main
-        return "fast_forwarded" if gap or self._dropped else "exact"
+        screen = self._screen
+        if self._dropped is not None or self._provisional or screen.blind \
+                or any(map(_TAINT, screen.buffer)):
+            return "fast_forwarded"
+        return "exact"
 
     @property
     def revision(self) -> int:
@@ -411,25 +643,49 @@ class ScreenKeeper:
 
     def _refresh(self) -> None:
         screen = self._screen
-        cols = screen.columns
         changed = False
-        if screen.dirty:
-            buffer = screen.buffer
-            rows = self._rows
-            for y in screen.dirty:
-                if not 0 <= y < screen.lines:
-                    continue
-                row = buffer.get(y)
-                cells = dict(row) if row else {}
-                if cells != rows[y][0]:
-                    rows[y] = (cells, render.row_text(row, cols))
-                    changed = True
-            screen.dirty.clear()
+        if screen.changes != self._changes:
+            self._changes = screen.changes
+            rows = screen.buffer
+            ids = [id(row.cells) for row in rows]
+            cache = self._row_cache
+            new_cache = {}
+            texts = []
+            previous = self._row_tuples
+            tuples = []
+            for y, row in enumerate(rows):
+                cells = row.cells
+                key = id(cells)
+                entry = new_cache.get(key)
+                if entry is None:  # not seen at another position in this refresh
+                    entry = cache.get(key)
+                    if entry is None or entry[0] is not cells or entry[1] != row.version:
+                        # Written (or new here): re-render; a change only if the cells differ
+                        # from what this row, or this position, showed before.
+                        content = tuple(cells)
+                        if entry is not None and entry[0] is cells and entry[2] == content:
+                            entry = (cells, row.version, content, entry[3])
+                        else:
+                            entry = (cells, row.version, content, render.row_text(row))
+                            if y >= len(previous) or previous[y] != content:
+                                changed = True
+                    new_cache[key] = entry
+                texts.append(entry[3])
+                tuples.append(entry[2])
+            if ids != self._ids:
+                changed = changed or tuples != previous
+            self._row_tuples = tuples
+            self._row_cache = new_cache
+            self._ids = ids
+            self._texts = texts
         c = screen.cursor
+        fidelity = self.fidelity
+        if fidelity == "exact" and self._footprints.units:
+            self._footprints.clear()
         meta = (
-            screen.lines, cols, min(c.y, screen.lines - 1), min(c.x, cols - 1),
+            screen.lines, screen.columns, min(c.y, screen.lines - 1), min(c.x, screen.columns - 1),
             screen.cursor_visible, screen.alt_screen, screen.bracketed_paste,
-            self._parser.title, self.fidelity,
+            self._parser.title, fidelity,
         )
         if changed or meta != self._meta:
             self._meta = meta
@@ -444,7 +700,7 @@ class ScreenKeeper:
             fidelity=fidelity,
             rows=lines,
             cols=cols,
-            lines=[text for _, text in self._rows],
+            lines=list(self._texts),
             cursor=(cy, cx),
             cursor_visible=visible,
             alt_screen=alt,
@@ -461,8 +717,7 @@ class ScreenKeeper:
         (for `vigil screen --ansi` printing into a scrolling terminal).
         """
         screen = self._screen
-        cols = screen.columns
-        rows = [render.row_ansi(screen.buffer.get(y), cols) for y in range(screen.lines)]
+        rows = [render.row_ansi(row) for row in screen.buffer]
         if not repaint:
             while rows and not rows[-1]:
                 rows.pop()
@@ -472,7 +727,22 @@ class ScreenKeeper:
             if text:
                 out.append(f"\x1b[{y + 1};1H{text}")
         c = screen.cursor
-        out.append(f"\x1b[{min(c.y, screen.lines - 1) + 1};{min(c.x, cols - 1) + 1}H")
+        out.append(f"\x1b[{min(c.y, screen.lines - 1) + 1};{min(c.x, screen.columns - 1) + 1}H")
         out.append(render.sgr_for(c.attrs))
         out.append("\x1b[?25h" if screen.cursor_visible else "\x1b[?25l")
         return "".join(out)
+
+    # --- scrollback ------------------------------------------------------------------------------
+
+    def scrollback_lines(self, start: int, count: int) -> ScrollbackPage:
+        """Scrollback lines by absolute number (0 = the first line this terminal ever
+        scrolled away): those of start .. start+count-1 still kept. The page says which are
+        kept (`first_kept`: lines below it were dropped), how many exist (`total`), and the
+        numbering `epoch` (see scrollback.py)."""
+        self._take_history()
+        return self.scrollback.page(start, count)
+
+    def scrollback_tail(self, count: int) -> ScrollbackPage:
+        """The newest `count` scrollback lines."""
+        self._take_history()
+        return self.scrollback.tail(count)
