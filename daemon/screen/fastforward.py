@@ -313,6 +313,34 @@ def blind_point(data: bytes | bytearray, start: int, end: int | None = None) -> 
     return min(candidates) if candidates else end
 
 
+# --- strings (OSC, DCS, SOS, PM, APC): never drawn, so never part of what a skip drew ----------
+
+_STRING_INTROS = (b"\x1b]", b"\x1bP", b"\x1bX", b"\x1b^", b"\x1b_")
+_STRING_ENDS = (b"\x07", b"\x18", b"\x1a", b"\x1b")
+
+
+def string_body_end(data: bytes) -> int | None:
+    """For `data` that starts inside a string: where the string ends (after BEL, CAN, SUB
+    or ST; at an ESC that aborts it), or None if it does not end in `data`."""
+    ends = [p for p in (data.find(t) for t in _STRING_ENDS) if p >= 0]
+    if not ends:
+        return None
+    end = min(ends)
+    if data[end] != 0x1b:
+        return end + 1
+    if end + 1 == len(data):
+        return None  # maybe the first half of ST
+    return end + 2 if data[end + 1] == 0x5c else end
+
+
+def unterminated_string(data: bytes) -> int | None:
+    """Where an unterminated string at the end of `data` starts, if there is one."""
+    start = max(data.rfind(i) for i in _STRING_INTROS)
+    if start < 0:
+        return None
+    return start if string_body_end(data[start + 2:]) is None else None
+
+
 # --- footprint ---------------------------------------------------------------------------------
 
 #: Bytes a footprint may contain besides printable text and ESC: none (CR, LF, BS, TAB move the

@@ -83,6 +83,8 @@ from .fastforward import (
     main_touched_before_enter,
     plain_lines,
     scan_carry,
+    string_body_end,
+    unterminated_string,
 )
 from .parser import Parser, _sgr_params
 from .queries import DA1_REPLY, DA2_REPLY, DSR_REPLY, Query, QueryScanner, cpr_reply
@@ -209,22 +211,41 @@ class ScreenKeeper:
             self._checkpoints = [cp for cp in self._checkpoints if len(cp.data) <= limit]
         limit = self._settings.screen_pending_bytes
         if len(self._pending) > limit:
-            # Drop down to 3/4 of the limit so that a flood pays the scan once per quarter
-            # limit, not once per read. What the dropped bytes did is applied (as "every
-            # cell they touched") at the next `process`.
-            cut = blind_point(self._pending, len(self._pending) - limit * 3 // 4)
-            head = memoryview(self._pending)[:cut]
-            carry = scan_carry(head)
-            if self._dropped is None:
-                self._dropped = carry
-            else:
-                self._dropped.merge(carry)
-            tail_start = max(0, cut - 65536)
-            self._dropped_lines += self._pending.count(b"\n", 0, tail_start) + self._dropped_tail.count(b"\n")
-            self._dropped_tail = bytes(head[tail_start:])
-            head.release()
-            del self._pending[:cut]
-            self.skipped_bytes += cut
+            self._drop_head(len(self._pending) - limit * 3 // 4)
+
+    def _drop_head(self, at_least: int) -> None:
+        """Drop the head of the pending buffer (down to 3/4 of the limit, so that a flood
+        pays this once per quarter limit, not once per read). What the dropped bytes did is
+        applied — as "every cell of every buffer they touched" — at the next `process`."""
+        cut = blind_point(self._pending, at_least)
+        head = bytes(self._pending[:cut])
+        del self._pending[:cut]
+        self.skipped_bytes += cut
+        parser = self._parser
+        held = parser.pending
+        head = (held.encode("utf-8", "surrogatepass") if held else b"") \
+            + self._decoder.getstate()[0] + head
+        if parser.in_string:
+            end = string_body_end(head)
+            if end is None:
+                parser.discard_string()
+                self._decoder = _new_decoder()
+                return  # all of it is the body of a string: nothing to show for it
+            head = head[end:]
+        parser.reset()
+        self._decoder = _new_decoder()
+        open_string = unterminated_string(head)
+        if open_string is not None:
+            head = head[:open_string]
+            parser.discard_string()
+        carry = scan_carry(head)
+        if self._dropped is None:
+            self._dropped = carry
+        else:
+            self._dropped.merge(carry)
+        tail_start = max(0, len(head) - 65536)
+        self._dropped_lines += head.count(b"\n", 0, tail_start) + self._dropped_tail.count(b"\n")
+        self._dropped_tail = head[tail_start:]
 
     def _answer(self, kind: Query) -> None:
         if kind is Query.CPR:
@@ -443,13 +464,27 @@ class ScreenKeeper:
     def _skip(self, n: int, *, footprinted: bool) -> None:
         """Skip pending[:n] (and whatever the parser and decoder held before it)."""
         screen = self._screen
-        held = self._parser.pending
+        parser = self._parser
+        in_string = parser.in_string
+        held = parser.pending
         buffered = self._decoder.getstate()[0]
         data = (held.encode("utf-8", "surrogatepass") if held else b"") + buffered + bytes(self._pending[:n])
         del self._pending[:n]
         self.skipped_bytes += n
-        self._parser.reset()
+        parser.reset()
         self._decoder = _new_decoder()
+        # String bodies are never drawn: leave them out, and if the skip stops inside one,
+        # the parser consumes the rest of it.
+        if in_string:
+            end = string_body_end(data)
+            if end is None:
+                parser.discard_string()
+                return
+            data = data[end:]
+        open_string = unterminated_string(data)
+        if open_string is not None:
+            data = data[:open_string]
+            parser.discard_string()
         if not footprinted:
             carry = scan_carry(data)
             self._history_from_skip(data, carry, fast_forwarded=True)
@@ -575,8 +610,6 @@ class ScreenKeeper:
         carry, self._dropped = self._dropped, None
         screen = self._screen
         was_alt = screen.alt_screen
-        self._parser.reset()
-        self._decoder = _new_decoder()
         self._provisional = None
         self._skip_target = None
         if self._dropped_tail and (not screen.alt_screen or carry.alt_switches):

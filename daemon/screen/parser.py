@@ -66,7 +66,7 @@ _TOKEN = re.compile(
 
 #: What an incomplete sequence at the end of the text looks like (from its ESC to the end).
 _INCOMPLETE_CSI = re.compile(r"\x1b[" + _C0 + r"\x7f]*\[[" + _C0 + r"\x20-\x3f\x7f-\U0010ffff]*\Z")
-_INCOMPLETE_STR = re.compile(r"\x1b[" + _C0 + r"\x7f]*[\]PX^_][^\x07\x18\x1a\x1b]*\x1b?\Z")
+_INCOMPLETE_STR = re.compile(r"\x1b[" + _C0 + r"\x7f]*(?P<si>[\]PX^_])[^\x07\x18\x1a\x1b]*\x1b?\Z")
 _INCOMPLETE_ESC = re.compile(r"\x1b[" + _C0 + r"\x20-\x2f\x7f]*\Z")
 _CONTROLS = re.compile(r"[" + _C0 + r"]")
 _JUNK_IN_SEQ = re.compile(r"[" + _C0 + r"\x7f-\U0010ffff]")
@@ -90,13 +90,13 @@ def _sgr_params(p: str) -> list[int] | None:
         if ":" not in group:
             if not group:
                 out.append(0)
-            elif len(group) > 10 or int(group) > _INT_MAX:
+            elif len(group.lstrip("0")) > 10 or int(group) > _INT_MAX:
                 return None
             else:
                 out.append(int(group))
             continue
         parts = group.split(":")
-        if any(len(x) > 10 for x in parts):
+        if any(len(x.lstrip("0")) > 10 for x in parts):
             return None
         head = int(parts[0]) if parts[0] else -1
         nums = [int(x) if x else -1 for x in parts[1:]]
@@ -126,8 +126,12 @@ class Parser:
         self.errors = 0  #: screen methods that raised (each costs only its own sequence)
         self._held = ""
         self._stopped = False
-        #: None, or what is being discarded: "string" or "csi".
-        self._discard: str | None = None
+        #: True while discarding the rest of an over-long control sequence.
+        self._discard_csi = False
+        #: A string cut by the end of a feed: [introducer, body parts (dropped past
+        #: `escape_max`), body length, ESC pending (maybe the first half of ST)]. Kept as
+        #: parts, not re-parsed text, so a string dripping in byte by byte costs linear time.
+        self._string: list | None = None
         self._bind()
 
     def _bind(self) -> None:
@@ -148,13 +152,27 @@ class Parser:
     def reset(self) -> None:
         """Forget any incomplete sequence (after a jump in the byte stream)."""
         self._held = ""
-        self._discard = None
+        self._discard_csi = False
+        self._string = None
         self._stopped = False
 
     @property
+    def in_string(self) -> bool:
+        """Inside an OSC/DCS/SOS/PM/APC string that an earlier feed started."""
+        return self._string is not None
+
+    def discard_string(self) -> None:
+        """What follows is the rest of a string: consume it to its end, ignored (after a skip
+        that stopped inside one)."""
+        self.reset()
+        self._string = ["", [], self.escape_max + 1, False]
+
+    @property
     def pending(self) -> str:
-        """Text taken but not parsed yet (an incomplete sequence, or what the work budget
-        left over)."""
+        """Text taken but not parsed yet: an incomplete control or escape sequence, what the
+        work budget left over, or the ESC that may start the ST ending a string."""
+        if self._string is not None and self._string[3]:
+            return "\x1b"
         return self._held
 
     @property
@@ -164,11 +182,13 @@ class Parser:
 
     @property
     def state(self) -> tuple:
-        return (self._held, self._discard, self.title, self._stopped)
+        string = None if self._string is None else [self._string[0], list(self._string[1]), *self._string[2:]]
+        return (self._held, self._discard_csi, string, self.title, self._stopped)
 
     @state.setter
     def state(self, value: tuple) -> None:
-        self._held, self._discard, self.title, self._stopped = value
+        self._held, self._discard_csi, string, self.title, self._stopped = value
+        self._string = None if string is None else [string[0], list(string[1]), *string[2:]]
 
     # --- the loop --------------------------------------------------------------------------------
 
@@ -176,10 +196,14 @@ class Parser:
         """Parse `text` (after anything held). Returns False when the work budget stopped it
         (call again, with "" or more text)."""
         self._stopped = False
+        if self._string is not None:
+            text = self._string_to_end(text)
+            if text is None:
+                return True
         if self._held:
             text = self._held + text
             self._held = ""
-        if self._discard is not None:
+        if self._discard_csi:
             text = self._discard_to_end(text)
             if text is None:
                 return True
@@ -248,19 +272,21 @@ class Parser:
         """Hold (or start discarding) an escape sequence the end of the text cut short.
         Returns False if `tail` is not the start of any sequence."""
         if _INCOMPLETE_CSI.match(tail):
-            self._controls(tail[:tail.index("[")])
             if len(tail) <= CSI_HOLD_MAX:
                 self._held = tail
             else:
-                self._controls(tail[tail.index("["):])
-                self._discard = "csi"
+                self._controls(tail)
+                self._discard_csi = True
             return True
-        if _INCOMPLETE_STR.match(tail):
-            if len(tail) <= self.escape_max:
-                self._held = tail
-            else:
-                self._discard = "string"
-                self._held = "\x1b" if tail.endswith("\x1b") else ""
+        m = _INCOMPLETE_STR.match(tail)
+        if m:
+            self._controls(tail[1:m.start("si")])
+            body = tail[m.end("si"):]
+            esc = body.endswith("\x1b")
+            if esc:
+                body = body[:-1]
+            keep = [body] if len(body) <= self.escape_max else []
+            self._string = [m.group("si"), keep, len(body), esc]
             return True
         if _INCOMPLETE_ESC.match(tail):
             self._held = tail
@@ -268,27 +294,60 @@ class Parser:
         return False
 
     def _discard_to_end(self, text: str) -> str | None:
-        """Skip the rest of a discarded sequence; returns the text after it, or None when
-        all of `text` belongs to it."""
-        if self._discard == "csi":
-            m = _CSI_STOP.search(text)
-            self._controls(text if m is None else text[:m.start()])
-            if m is None:
-                return None
-            self._discard = None
-            return text[m.start():] if m.group() == "\x1b" else text[m.end():]
+        """Skip the rest of an over-long control sequence (running the controls inside it);
+        returns the text after it, or None when all of `text` belongs to it."""
+        m = _CSI_STOP.search(text)
+        self._controls(text if m is None else text[:m.start()])
+        if m is None:
+            return None
+        self._discard_csi = False
+        return text[m.start():] if m.group() == "\x1b" else text[m.end():]
+
+    def _string_to_end(self, text: str) -> str | None:
+        """Continue a string an earlier feed started; returns the text after its end, or
+        None when all of `text` belongs to it."""
+        intro, parts, length, esc = self._string
+        if esc:
+            self._string[3] = False
+            if text.startswith("\\"):
+                self._end_string(intro, parts, length, True)
+                return text[1:]
+            if text:
+                self._end_string(intro, parts, length, False)  # the ESC aborts the string
+                return "\x1b" + text
+            self._string[3] = True
+            return None
         m = _STRING_STOP.search(text)
+        body = text if m is None else text[:m.start()]
+        length += len(body)
+        if length <= self.escape_max:
+            parts.append(body)
+        elif parts:
+            parts.clear()
+        self._string[2] = length
         if m is None:
             return None
         end = m.start()
-        if text[end] == "\x1b":
-            if end + 1 == len(text):
-                self._held = "\x1b"  # maybe the first half of ST
-                return None
-            self._discard = None
-            return text[end + 2:] if text[end + 1] == "\\" else text[end:]
-        self._discard = None
-        return text[end + 1:]
+        ch = text[end]
+        if ch == "\x07":
+            self._end_string(intro, parts, length, True)
+            return text[end + 1:]
+        if ch != "\x1b":  # CAN, SUB: abort
+            self._end_string(intro, parts, length, False)
+            return text[end + 1:]
+        if end + 1 == len(text):
+            self._string[3] = True  # maybe the first half of ST
+            return None
+        if text[end + 1] == "\\":
+            self._end_string(intro, parts, length, True)
+            return text[end + 2:]
+        self._end_string(intro, parts, length, False)
+        return text[end:]
+
+    def _end_string(self, intro: str, parts: list[str], length: int, terminated: bool) -> None:
+        self._string = None
+        if terminated and intro == "]" and length <= self.escape_max:
+            self._osc("".join(parts))
 
     def _skip_scrolled(self, text: str) -> str:
         """Drop plain lines that scroll away before anyone sees them (exact, not a
@@ -346,7 +405,7 @@ class Parser:
             for p in parts:
                 if not p:
                     args.append(None)
-                elif len(p) > 10 or int(p) > _INT_MAX:
+                elif len(p.lstrip("0")) > 10 or int(p) > _INT_MAX:
                     return
                 else:
                     args.append(int(p))

@@ -410,3 +410,123 @@ def test_pending_buffer_is_bounded():
 def test_snapshot_struct_is_msgspec():
     snap = keeper_with("hi").snapshot()
     assert msgspec.json.decode(msgspec.json.encode(snap))["lines"][0] == "hi"
+
+
+# --- escape-sequence rules (xterm's state machine as tmux 3.3 implements it; issue 10) ----------
+
+
+@pytest.mark.parametrize(
+    "data,first",
+    [
+        ("ab\x1b[2\x08Cx", "ab x"),  # BS inside CSI runs there; then CUF 2 (VT100, tmux)
+        ("ab\x1b[\x0d2Cx", "abx"),  # CR inside CSI
+        ("a\x1b[3\x18b", "ab"),  # CAN aborts the sequence
+        ("a\x1b[3\x1ab", "ab"),  # SUB too
+        ("a\x1b[3\x1b[Cb", "a b"),  # ESC aborts it and starts the next one
+        ("a\x1b[1\x7f;2Hb", "ab"),  # DEL is ignored inside (the CUP goes to row 1 col 2)
+        ("\x1b[0000000001;000000003Hx", "  x"),  # leading zeros are zeros
+        ("x\x1b[" + "1;" * 22 + "1Hy", "y"),  # 23 parameters: fine
+        ("x\x1b[" + "1;" * 23 + "1Hy", "xy"),  # 24: ignored whole (tmux)
+        ("x\x1b[" + "0" * 62 + "1Hy", "y"),  # 63 parameter characters: fine
+        ("x\x1b[" + "0" * 63 + "1Hy", "xy"),  # 64: ignored whole
+        ("x\x1b[2147483647Gy", "x" + " " * 18 + "y"),  # INT_MAX: clamped
+        ("x\x1b[2147483648Gy", "xy"),  # above: ignored
+        ("x\x1b[?1;2Hy", "xy"),  # private CUP does not exist
+        ("x\x1b[1?Hy", "xy"),  # a marker after a parameter: ignored
+        ("x\x1b[ 1Hy", "xy"),  # a parameter after an intermediate: ignored
+    ],
+)
+def test_control_sequence_rules(data, first):
+    assert lines(data)[0] == first
+
+
+def test_nel_is_carriage_return_and_line_feed():
+    assert lines("ab\x1bEcd")[:2] == ["ab", "cd"]
+
+
+@pytest.mark.parametrize(
+    "data,title,first",
+    [
+        ("\x1b]2;t\x07x", "t", "x"),  # BEL ends an OSC
+        ("\x1b]2;t\x1b\\x", "t", "x"),  # so does ST
+        ("\x1b]2;t\x18x", "", "x"),  # CAN aborts it (no title)
+        ("\x1b]2;t\x1ax", "", "x"),  # SUB too
+        ("\x1b]0;one\r\n\x1b]2;two\x07x", "two", "x"),  # ESC aborts it, the next one counts
+        ("\x1b]2;a\tb\x07x", "ab", "x"),  # controls inside a string are not part of it
+        ("\x1bPq#0;2;0;0;0#1!14~\x1b\\x", "", "x"),  # DCS (sixel) bodies are never drawn
+        ("\x1bXsos\x07x\x1b^pm\x18y\x1b_apc\x1b[31mz", "", "xyz"),  # SOS, PM, APC
+    ],
+)
+def test_string_rules(data, title, first):
+    k = keeper_with(data)
+    assert (k.title, k.snapshot().lines[0]) == (title, first)
+
+
+def test_string_longer_than_the_limit_is_consumed_and_ignored():
+    k = ScreenKeeper(3, 20, Settings(screen_escape_max_bytes=256))
+    k.feed(b"a\x1b]2;" + b"T" * 300 + b"\x07b\x1b]2;ok\x07")
+    drain(k)
+    assert (k.snapshot().lines[0], k.title) == ("ab", "ok")
+
+
+@pytest.mark.parametrize("piece", [1, 7, 100, 4096])
+def test_overlong_sequences_split_across_feeds_draw_nothing(piece):
+    data = (b"x\x1b[" + b"1;" * 10000 + b"Hy" + b"\x1b[" + b"1" * 100000 + b"mz"
+            + b"\x1b]0;" + b"t" * 200_000 + b"\x1b]2;t2\x07!")
+    k = ScreenKeeper(3, 20)
+    for i in range(0, len(data), piece):
+        k.feed(data[i:i + piece])
+        drain(k)
+    snap = k.snapshot()
+    assert (snap.lines[0], snap.title, snap.fidelity) == ("xyz!", "t2", "exact")
+
+
+# --- fidelity after skips (issue 10) -------------------------------------------------------------
+
+
+def flood(k: ScreenKeeper, data: bytes, piece: int = 4096) -> None:
+    """Feed `data` with a backlog so small that the keeper skips most of it."""
+    for i in range(0, len(data), piece):
+        k.feed(data[i:i + piece])
+        k.process(0.0005, backlog_seconds=0.0001)
+
+
+def test_clear_after_a_flood_carries_the_cursor():
+    """`clear` is `ESC [ H ESC [ 2 J ESC [ 3 J`: the skip to the clear keeps the home."""
+    k = ScreenKeeper(10, 40)
+    flood(k, b"".join(b"%d\r\n" % i for i in range(100000)) + b"\x1b[H\x1b[2J\x1b[3Jafter-clear\r\n")
+    drain(k, backlog=0.0001)
+    snap = k.snapshot()
+    assert k.jumps > 0
+    assert (snap.lines[0], snap.cursor, snap.fidelity) == ("after-clear", (1, 0), "exact")
+
+
+def test_a_clear_with_the_cursor_unknown_is_not_exact_until_the_cursor_is_placed():
+    """A clear without a home after a skip: the clear is exact, but text written at a cursor
+    the skipped bytes moved is not, until something places the cursor again."""
+    k = ScreenKeeper(10, 40)
+    body = b"".join(b"\x1b[%d;5Hcell %d" % (i % 10 + 1, i) for i in range(30000))
+    flood(k, body + b"\x1b[5;5H" + b"y" * 5000 + b"\x1b[2Jafter")
+    drain(k, backlog=0.0001)
+    assert k.snapshot().fidelity == "fast_forwarded"
+    k.feed(b"\x1b[3;1Hplaced")
+    drain(k)
+    snap = k.snapshot()
+    assert snap.fidelity == "fast_forwarded"  # `after` went to an unknown place
+    k.feed(b"\x1b[2J\x1b[Hfresh")
+    drain(k)
+    snap = k.snapshot()
+    assert (snap.lines[0], snap.fidelity) == ("fresh", "exact")
+
+
+def test_skipping_into_an_unterminated_string_draws_none_of_it():
+    k = ScreenKeeper(10, 60, Settings(screen_pending_bytes=256 * 1024))
+    data = b"\x1b]0;" + b"x" * 3_000_000 + b"\x1b]2;t2\x07visible\r\n"
+    for i in range(0, len(data), 65536):
+        k.feed(data[i:i + 65536])
+        if i % (1 << 20) == 0:
+            k.process(0.005)
+    drain(k, budget=0.005, backlog=0.01)
+    snap = k.snapshot()
+    assert k.skipped_bytes > 0
+    assert (snap.lines[:2], snap.title, snap.fidelity) == (["visible", ""], "t2", "exact")
