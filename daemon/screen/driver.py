@@ -65,6 +65,9 @@ class ScreenTask:
         self._last_feed = -float("inf")
         self._quiet_reported = True
         self._resynced = False
+        #: Longest single step (one `process` slice and its publication), in seconds: how
+        #: long this screen ever held the trio thread (tests/bench/bench_screen.py).
+        self.longest_hold = 0.0
 
     # --- called by the ingest path (never waits) ------------------------------------------------
 
@@ -115,6 +118,7 @@ class ScreenTask:
                     more = self.keeper.process(slice_s)
                     spent = time.perf_counter() - t0
                     self._publish(quiet=False)
+                    self.longest_hold = max(self.longest_hold, time.perf_counter() - t0)
                     # The budget is the daemon's, not each screen's: ten busy screens share
                     # `share` of a core between them, so the keepers together never starve
                     # ingest and RPC. After `spent` of work, rest spent·(1−s)/s, s = share/busy.

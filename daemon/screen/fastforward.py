@@ -556,6 +556,7 @@ def plain_lines(data: bytes, cols: int, limit: int, *, first_prefix: str = "") -
 
 
 def _plain_rows(line: str, cols: int) -> list[str]:
+    line = line.rstrip("\r")
     if "\r" in line or "\b" in line or "\t" in line:
         cells: list[str] = []
         x = 0

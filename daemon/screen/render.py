@@ -102,6 +102,15 @@ def cells_ansi(cells) -> str:
     return "".join(out)
 
 
+def uniform_ansi(text: str, attrs) -> str:
+    """`text` drawn with one set of attributes, as `cells_ansi` renders such cells."""
+    if not (attrs.bg != "default" or attrs.reverse or attrs.underscore):
+        text = text.rstrip(" ")
+    if not text:
+        return ""
+    return sgr_for(attrs) + text + "\x1b[0m"
+
+
 def row_ansi(row) -> str:
     """One row (a vtscreen `Row`) with SGR changes: see `cells_ansi`."""
     return cells_ansi(row.cells[:row.used])

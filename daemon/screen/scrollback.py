@@ -93,6 +93,9 @@ class Scrollback:
         entries = []
         for i in range(skip, len(rows)):
             row = rows[i]
+            if type(row) is tuple:  # already rendered: (text, ansi, flags)
+                entries.append(row)
+                continue
             if row.filler:
                 continue
             flags = (FAST_FORWARDED if row.taint or i in ff else 0) \
@@ -106,7 +109,7 @@ class Scrollback:
                 cells = row.cells
                 del cells[row.used:]
                 entries.append([cells, flags])
-        fillers = sum(1 for row in rows[:skip] if row.filler)
+        fillers = sum(1 for row in rows[:skip] if type(row) is not tuple and row.filler)
         self.total += skip - fillers + len(entries)
         self._lines.extend(entries)
         self._unrendered = True

@@ -37,6 +37,8 @@ from pyte import graphics as g
 from pyte.screens import Char
 from wcwidth import wcwidth
 
+from .render import uniform_ansi
+
 #: The empty cell: a space with default colours and no attributes.
 BLANK = Char(" ", "default", "default", False, False, False, False, False, False)
 _DEFAULT_TAIL = tuple(BLANK)[1:]
@@ -50,6 +52,10 @@ DEC_GRAPHICS = pyte_charsets.VT100_MAP
 #: colour gradient could use thousands, so the cache is simply cleared past this many.
 _CHAR_CACHE_ATTRS = 256
 _PLAIN_TOKEN = re.compile(r"[^\r\t\b\x07]+|[\r\t\b\x07]")
+
+#: Scrollback line flags (scrollback.py) for lines handed over already rendered.
+FAST_FORWARDED_FLAG = 1
+WRAPPED_FLAG = 2
 
 #: Longest text one cell may hold (a base character and its combining marks): 10^6
 #: combining marks must not build a megabyte cell.
@@ -268,10 +274,14 @@ class VtScreen:
         full = (1 << self.columns) - 1
         if masks is None:
             self.work += self.lines * 8
+            tainted: dict[int, Row] = {}  # one tainted variant per distinct shared row
             for y, row in enumerate(buf):
                 if row.taint != full:
                     if row.shared:
-                        buf[y] = row.variant(taint=full)
+                        new = tainted.get(id(row))
+                        if new is None:
+                            new = tainted[id(row)] = row.variant(taint=full)
+                        buf[y] = new
                     else:
                         row.taint = full
             return
@@ -1069,23 +1079,60 @@ class VtScreen:
     def skip_lines(self, text: str) -> None:
         """`text` is whole lines (each ending with CR LF; printable text, CR, TAB, BS, BEL),
         written with the cursor at column 0 of the bottom row of a screen without scroll
-        region: lay them out as `draw` would and scroll them through in one go. The rows leaving
-        the top go to the history; the cursor ends at column 0 of the bottom row."""
+        region: lay them out as `draw` would and scroll them through in one go. The rows
+        leaving the top go to the history — as rendered lines when they are plain text of one
+        attribute set (no cells are built for them), else as rows; the cursor ends at column
+        0 of the bottom row."""
         lines = text.split("\n")[:-1]
         if not lines:
             return
-        rows = self.render_lines(lines)
         keep = self.lines - 1
-        combined = self.buffer[:keep] + rows
-        gone = combined[:-keep] if keep else combined
-        self._to_history(gone)
-        new_bottom = self._new_row()
-        self.buffer[:] = (combined[-keep:] if keep else []) + [new_bottom]
+        cols = self.columns
+        # The last lines fill the screen; the ones before only pass through to the history.
+        rows_needed, split = 0, len(lines)
+        while split > 0 and rows_needed < keep:
+            split -= 1
+            n = len(lines[split])
+            rows_needed += max(1, -(-n // cols)) if self.autowrap else 1
+        # What scrolls, in order: the rows above the bottom one, the passing lines, the
+        # lines' rows; the last `keep` stay (all rows: the passing lines are only there when
+        # the lines' rows fill the screen).
+        combined = self.buffer[:keep] + (self._history_lines(lines[:split]) if split else []) \
+            + self.render_lines(lines[split:])
+        cut = len(combined) - keep
+        self._to_history(combined[:cut])
+        self.buffer[:] = combined[cut:] + [self._new_row()]
         self.cursor.x = 0
         self.cursor.y = self.lines - 1
-        self.work += self.lines
+        self.work += self.lines + len(text) // 4
         self.changes += 1
         self.last_char = None
+
+    def _history_lines(self, lines: list[str]) -> list:
+        """History entries for plain lines that never show on the screen: rendered
+        (text, ANSI, flags) tuples for the simple ones, rows for the rest."""
+        cols = self.columns
+        attrs = self.cursor.attrs
+        table = self.g1 if self.shift else self.g0
+        styled = tuple(attrs)[1:] != _DEFAULT_TAIL
+        flags = FAST_FORWARDED_FLAG if not self.attrs_known else 0
+        out: list = []
+        for line in lines:
+            if line.endswith("\r"):
+                line = line[:-1]
+            if table is not LATIN1:
+                line = line.translate(table)
+            if not (line.isascii() and line.isprintable()):
+                out += self.render_lines([line])
+                continue
+            if not self.autowrap and len(line) > cols:
+                line = line[:cols - 1] + line[-1]
+            pieces = [line[i:i + cols] for i in range(0, len(line), cols)] or [""]
+            last = len(pieces) - 1
+            for i, piece in enumerate(pieces):
+                out.append((piece.rstrip(" "), uniform_ansi(piece, attrs) if styled else None,
+                            flags | (WRAPPED_FLAG if i < last else 0)))
+        return out
 
     # --- whole-state copies (the keeper's replay checkpoints) ---------------------------------------
 

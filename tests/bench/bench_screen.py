@@ -9,7 +9,12 @@ Figures printed (targets from the issue brief):
 - time from the end of a flood to an exact, current screen (target ≤ 1 s), for line output
   and for a TUI flood (which needs the quiet replay);
 - staleness while a program streams 100 KB/s: time from feeding a line to a snapshot that
-  shows it (target ≤ 50 ms), with the keeper held to its default CPU budget.
+  shows it (target ≤ 50 ms), with the keeper held to its default CPU budget;
+- the longest time the screen keeper holds the trio thread (one `process` slice and its
+  snapshot) while hostile output streams in — DECALN, control sequences with 10,000
+  parameters or 100,000 digits, whole-screen sequences with huge counts — at the default
+  size and the largest (1000×1000), next to the same for plain text (issue 10; target
+  ≤ 20 ms).
 """
 
 from __future__ import annotations
@@ -150,6 +155,49 @@ async def staleness(rate_bytes: int, seconds: float) -> list[float]:
     return latencies
 
 
+def hold_corpus() -> dict[str, bytes]:
+    """Hostile output for the hold measurement, ~256 KiB each, and plain text as the peer."""
+    size = 256 * 1024
+    whole_screen = (b"\x1b[2J\x1b[9999S\x1b[9999T\x1b[9999L\x1b[9999M\x1b[9999@\x1b[9999P"
+                    b"\x1b[9999X\x1b[1J\x1b[0J\x1b[2K\x1bM\x1bD\x1b[?1049h\x1b[?1049l\x1bc")
+    items = {
+        "plain text": b"".join(b"%06d the quick brown fox jumps over the lazy dog\r\n" % i
+                               for i in range(size // 50)),
+        "DECALN (ESC # 8)": b"\x1b#8",
+        "CSI with 10,000 parameters": b"\x1b[" + b"1;" * 10000 + b"H",
+        "CSI with 100,000 digits": b"\x1b[" + b"1" * 100000 + b"m",
+        "whole-screen sequences, huge counts": whole_screen,
+    }
+    return {name: (blob * (size // len(blob) + 1))[:size] for name, blob in items.items()}
+
+
+async def longest_hold(rows: int, cols: int, data: bytes) -> tuple[float, float, str]:
+    """Feed `data` in 4 KiB reads as fast as the loop turns through a ScreenTask; returns
+    (longest hold of the trio thread, seconds until up to date and quiet, fidelity then)."""
+    quiet = trio.Event()
+    task = ScreenTask(ScreenKeeper(rows, cols), on_snapshot=lambda s, q: quiet.set() if q else None)
+    async with trio.open_nursery() as nursery:
+        await nursery.start(task.run)
+        t0 = time.perf_counter()
+        for i in range(0, len(data), 4096):
+            task.feed(data[i:i + 4096])
+            await trio.lowlevel.checkpoint()
+        with trio.move_on_after(60):
+            await quiet.wait()
+        done = time.perf_counter() - t0
+        fidelity = task.snapshot().fidelity
+        nursery.cancel_scope.cancel()
+    return task.longest_hold, done, fidelity
+
+
+def bench_holds() -> None:
+    print(f"{'content':<38} {'size':>9} {'longest hold':>13} {'up to date':>11} {'fidelity':>15}")
+    for (rows, cols) in ((50, 200), (1000, 1000)):
+        for name, blob in hold_corpus().items():
+            hold, done, fidelity = trio.run(longest_hold, rows, cols, blob)
+            print(f"hold {name:<33} {rows}x{cols:<5} {hold * 1000:10.1f} ms {done:9.2f} s {fidelity:>15}")
+
+
 def pct(values, p):
     values = sorted(values)
     return values[min(len(values) - 1, int(p / 100 * len(values)))] if values else float("nan")
@@ -180,6 +228,9 @@ def main() -> int:
         time_to_exact, tui, 20 * MiB, b"\x1b[50;1Hdone", lambda s: s.lines[-1].startswith("done"))
     print(f"tui:  20 MB fed in {flood_s:.2f} s, exact {exact_s * 1000:.0f} ms after the last byte "
           f"(includes the 200 ms quiet debounce + replay); jumps {jumps}, blind {blind}")
+
+    print("\n== longest hold of the trio thread by the keeper (target ≤ 20 ms; peer: plain text) ==")
+    bench_holds()
 
     print("\n== staleness while streaming 100 KB/s (target p50 ≤ 50 ms) ==")
     lat = trio.run(staleness, 100 * 1000, args.stream_seconds)

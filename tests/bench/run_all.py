@@ -75,6 +75,12 @@ def screen_rows(out: str) -> list[Row]:
         rows.append((f"exact screen after {m[1]} MB `yes` flood", f"{m[2]} ms", "", "", "", "≤ 1 s"))
     if m := _find(r"^tui:\s+(\d+) MB fed.*exact (\d+) ms after", out):
         rows.append((f"exact screen after {m[1]} MB TUI flood", f"{m[2]} ms", "", "", "", "≤ 1 s"))
+    holds = re.findall(r"^hold (.+?)\s+(\d+x\d+)\s+([\d.]+) ms", out, re.MULTILINE)
+    peers = {size: ms for name, size, ms in holds if name.strip() == "plain text"}
+    for name, size, ms in holds:
+        if name.strip() != "plain text":
+            rows.append((f"keeper longest hold, {name.strip()}, {size}", f"{float(ms):.1f} ms",
+                         "plain text", f"{float(peers.get(size, 'nan')):.1f} ms", "", "≤ 20 ms"))
     if m := _find(r"streaming (\d+) KB/s.*\n.*p50 ([\d.]+) ms.*p99 ([\d.]+) ms", out):
         rows.append((f"screen staleness at {m[1]} KB/s, p50", f"{m[2]} ms", "p99", f"{m[3]} ms", "", "≤ 50 ms"))
     return rows
