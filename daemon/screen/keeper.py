@@ -223,6 +223,13 @@ class ScreenKeeper:
         head = bytes(self._pending[:cut])
         del self._pending[:cut]
         self.skipped_bytes += cut
+        if self._skip_target is not None:
+            # A skip in progress counted from the old start; if its safe point is gone too,
+            # the drop's "every cell" stands instead of it.
+            self._skip_target[0] -= cut
+            if self._skip_target[0] <= 0:
+                self._skip_target = None
+                self._provisional = None
         parser = self._parser
         held = parser.pending
         head = (held.encode("utf-8", "surrogatepass") if held else b"") \

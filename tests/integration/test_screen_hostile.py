@@ -14,6 +14,7 @@ import time
 
 import pytest
 
+from tests.support.daemon import wait_for
 from tests.support.executions import Session, python_child
 from tests.support.screens import (  # noqa: F401  (fixtures)
     SCREEN_TIMEOUT,
@@ -135,13 +136,23 @@ def test_unterminated_osc_is_aborted_by_the_next_escape(session):
 
 
 def test_a_10_mb_unterminated_osc_hides_nothing_after_it(session):
+    """10 MB of OSC body, then the next OSC aborts it. The child writes it a megabyte at a
+    time and waits for the test to see each megabyte stored, so the guardian's 4 MiB ring
+    never overflows (a ring gap would rightly make the screen inexact)."""
     s, sc = session, Screens(session)
     child = python_child(
         "import os, sys\n"
-        "os.write(1, b'\\x1b]0;' + b'x' * 10_000_000)\n"
+        "os.write(1, b'\\x1b]0;')\n"
+        "for _ in range(10):\n"
+        "    os.write(1, b'x' * 1_000_000)\n"
+        "    sys.stdin.readline()\n"
         "os.write(1, b'\\x1b]2;t2\\x07visible\\r\\n')\n"
         "sys.stdin.read(1)\n")
     eid = s.run(argv=child, rows=10, cols=60)["execution_id"]
+    for i in range(1, 11):
+        wait_for(lambda: s.get(eid)["output"]["total_bytes"] >= 4 + i * 1_000_000 + (i - 1) * 2,
+                 timeout=SCREEN_TIMEOUT, what=f"megabyte {i} stored")
+        s.call("input", execution_id=eid, text="\r")  # its echo is part of the string too
     snap = _wait_exact(sc, eid, ["visible"], cursor=[1, 0])
     assert snap["title"] == "t2"
     s.call("input", execution_id=eid, text="\r")
