@@ -401,6 +401,8 @@ class ScreenKeeper:
     def _fast_forward(self, capacity: int, deadline: float) -> None:
         """Skip toward the best restart point in the pending bytes, a piece at a time, until
         the backlog fits `capacity` or the deadline passes (then the next call goes on)."""
+        if not self._checkpoints and len(self._pending) <= self._settings.screen_replay_bytes:
+            self._take_checkpoint_now()  # whatever is skipped now can be replayed at quiet
         while True:
             if self._skip_target is None:
                 data = self._pending
