@@ -203,12 +203,14 @@ def cmd_kill(args: argparse.Namespace) -> int:
 
 
 def cmd_screen(args: argparse.Namespace) -> int:
-    result = _call_on(args, "screen", ansi=args.ansi)
+    result = _call_on(args, "screen", ansi=args.ansi, history=args.history)
 
     def human(r):
+        history = r.get("scrollback") or []
         if args.ansi and r.get("ansi") is not None:
-            return r["ansi"]
-        return r["text"]
+            lines = r.get("scrollback_ansi") or history
+            return "".join(line + "\r\n" for line in lines) + r["ansi"]
+        return "".join(line + "\n" for line in history) + r["text"]
 
     output.emit(result, args.json, human)
     return output.OK
@@ -403,6 +405,8 @@ def add_parsers(sub, json_flag) -> None:
     p = sub.add_parser("screen", help="print an execution's current screen")
     p.add_argument("id", help="execution id or a unique prefix")
     p.add_argument("--ansi", action="store_true", help="with colours and attributes (live only)")
+    p.add_argument("--history", type=int, default=0, metavar="N",
+                   help="also print the last N lines that scrolled off the top (live only)")
     json_flag(p)
     p.set_defaults(handler=cmd_screen)
 

@@ -199,14 +199,23 @@ def install(dispatcher: Dispatcher, *, scopes: Scopes, store: Store, runtimes: R
         record = await in_thread(store.get, thread.scope, eid)
         if record is None:
             raise ExecutionNotFound()
+        if not 0 <= params.history <= settings.screen_history_lines_max:
+            raise invalid_request(f"history must be between 0 and {settings.screen_history_lines_max}, "
+                                  f"got {params.history}", "params.history")
         live = runtimes.live.get(eid)
         if live is not None and live.screen is not None:
             snap = live.screen.snapshot()
+            history = live.screen.keeper.scrollback_tail(params.history)
             return ScreenResult(
                 execution_id=eid, text=snap.text, rows=snap.rows, cols=snap.cols,
                 cursor=snap.cursor, fidelity=snap.fidelity, title=snap.title, live=True,
                 revision=snap.revision, alt_screen=snap.alt_screen,
-                ansi=live.screen.keeper.ansi() if params.ansi else None)
+                # With history the rows follow the scrollback, so no repaint (it would clear).
+                ansi=live.screen.keeper.ansi(repaint=not params.history) if params.ansi else None,
+                scrollback=[line.text for line in history.lines],
+                scrollback_ansi=[line.ansi or line.text for line in history.lines] if params.ansi else None,
+                scrollback_fast_forwarded=[i for i, line in enumerate(history.lines) if line.fast_forwarded],
+                scrollback_first=history.first_number, scrollback_total=history.total)
         stored = await in_thread(store.get_screen, thread.scope, eid)
         if stored is None:
             return ScreenResult(execution_id=eid, text="", rows=record.rows or 0,

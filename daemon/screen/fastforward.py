@@ -299,18 +299,25 @@ def last_safe_point(data: bytes | bytearray, rows: int, end: int | None = None) 
     return best
 
 
+#: Attributes and a CR between the last text of a line and its newline.
+_LINE_END = re.compile(rb"(?:\x1b\[[0-9;:]*m)*\r?")
+
+
 def blind_point(data: bytes | bytearray, start: int, end: int | None = None) -> int:
     """The first place at or after `start` where parsing can restart cleanly: at a cursor
-    positioning if one is near (so the cursor is known at once), else just after a newline
-    or at an ESC (both ASCII, so also a UTF-8 boundary). `end` if there is none."""
+    positioning if one is near (the cursor is then known at once), else just after a
+    newline if one is near (whole lines skipped: the fast path renders them, and line
+    output leaves the cursor known), else at an ESC (all ASCII, so UTF-8 boundaries).
+    `end` if there is none."""
     end = len(data) if end is None else end
     m = _CUP.search(data, start, min(end, start + 65536))
     if m is not None:
         return m.start()
     nl = data.find(b"\n", start, end)
     esc = data.find(b"\x1b", start, end)
-    candidates = [p for p in (nl + 1 if nl >= 0 else -1, esc) if p >= 0]
-    return min(candidates) if candidates else end
+    if nl >= 0 and (esc < 0 or nl < esc or _LINE_END.fullmatch(data, esc, nl) is not None):
+        return nl + 1  # (an ESC that only resets attributes before the newline: the newline)
+    return esc if esc >= 0 else end
 
 
 # --- strings (OSC, DCS, SOS, PM, APC): never drawn, so never part of what a skip drew ----------

@@ -160,6 +160,8 @@ class ScreenKeeper:
         self._provisional: str | None = None
         #: [bytes still to skip, safe point kind or None] while a skip spans several calls.
         self._skip_target: list | None = None
+        #: Text of the cursor's row before a skip: the start of the first skipped line.
+        self._first_prefix = ""
         self._footprints = FootprintCache()
         self.scrollback = Scrollback(settings.screen_scrollback_lines)
         #: Counters, for status, tests and benchmarks.
@@ -472,13 +474,22 @@ class ScreenKeeper:
         blank filler rows (never history) stand in until the safe point is parsed."""
         self._provisional = kind
         screen = self._screen
+        self._first_prefix = ""
         if kind in ("lines", "clear", "reset") and not screen.alt_screen:
-            used = 0
-            for y, row in enumerate(screen.buffer):
-                if row_used(row):
-                    used = y + 1
-            used = max(used, min(screen.cursor.y + 1, screen.lines)) if used else 0
-            screen.scrolled_off += screen.buffer[:used]
+            # Rows above the cursor scroll away first; the cursor's row goes on with the
+            # first skipped line (its text so far becomes that line's start).
+            y = min(screen.cursor.y, screen.lines - 1)
+            if kind == "lines":
+                row = screen.buffer[y]
+                self._first_prefix = render.row_text(row)[:screen.cursor.x] if screen.x_known else ""
+                rows = screen.buffer[:y]
+            else:
+                used = 0
+                for i, row in enumerate(screen.buffer):
+                    if row_used(row):
+                        used = i + 1
+                rows = screen.buffer[:used]
+            screen.scrolled_off += rows
             self._take_history()
             screen.buffer[:] = [blank_row(screen.columns).variant(filler=True)] * screen.lines
             screen.changes += 1
@@ -493,7 +504,10 @@ class ScreenKeeper:
             # scroll every older cell away.
             if screen.top != 0 or screen.bottom != screen.lines - 1:
                 screen.taint_visible()  # a scroll region: the rule does not hold
-            screen.buffer[-1] = blank_row(screen.columns)
+            # The bottom row stays a filler unless the next line is empty (a filler written
+            # to becomes content; one only scrolled away, if more is skipped, is nothing).
+            if self._pending[:2] in (b"\r\n", b"\n\r") or self._pending[:1] == b"\n":
+                screen.buffer[-1] = blank_row(screen.columns)
             screen.cursor.x = 0
             screen.cursor.y = screen.lines - 1
             screen.x_known = screen.y_known = True
@@ -584,7 +598,8 @@ class ScreenKeeper:
         # Lines that more pending lines will push out of the scrollback anyway are only
         # counted (a `yes` flood skips ~100,000 lines a slice).
         keep = max(0, self.scrollback.limit - self._pending.count(b"\n"))
-        count, lines = plain_lines(data, screen.columns, keep)
+        count, lines = plain_lines(data, screen.columns, keep, first_prefix=self._first_prefix)
+        self._first_prefix = ""
         self.scrollback.add_text(lines, fast_forwarded=fast_forwarded, skipped=count - len(lines))
 
     def _apply_carry(self, carry: Carry, *, taint: bool) -> None:

@@ -116,8 +116,12 @@ class Scrollback:
 
     def add_text(self, texts: list[str], *, fast_forwarded: bool, skipped: int = 0) -> None:
         """Plain lines (no attributes); `skipped` more lines before them were counted but
-        not rendered (they are past the limit anyway)."""
+        not rendered, because later lines push them out of the limit anyway — and with them
+        every line kept so far (older still), which are dropped now so the kept lines stay
+        consecutive."""
         flags = FAST_FORWARDED if fast_forwarded else 0
+        if skipped:
+            self._lines.clear()
         self.total += skipped + len(texts)
         self._lines.extend([(text, None, flags) for text in texts])
 

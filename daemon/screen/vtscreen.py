@@ -111,9 +111,9 @@ class Row:
         return new
 
     def private(self) -> "Row":
-        """A writable copy: own cells, same flags."""
+        """A writable copy: own cells, same flags (a filler written to is content)."""
         return Row(self.cells[:], used=self.used, styled=self.styled, wrapped=self.wrapped,
-                   taint=self.taint, filler=self.filler)
+                   taint=self.taint)
 
 
 _SHARED: dict[tuple[int, Char], Row] = {}
