@@ -391,13 +391,17 @@ class VtScreen:
         self.last_char = None
 
     def backspace(self) -> None:
+        """BS: one column left. With a wrap pending the cursor is on the last column (a
+        VT100's, xterm's: vttest's autowrap screen needs it), so BS goes to the one before
+        — tmux goes to the last column instead (tests/integration/test_screen_vttest.py). At
+        column 0 after a wrapped row it goes back up (tmux, xterm's reverse-wrap)."""
         c = self.cursor
         if c.x == 0:
             if c.y > 0 and self.buffer[c.y - 1].wrapped:
                 c.y -= 1
                 c.x = self.columns - 1
         else:
-            c.x = min(c.x, self.columns) - 1
+            c.x = min(c.x, self.columns - 1) - 1 if c.x < self.columns else max(self.columns - 2, 0)
         self.last_char = None
 
     def tab(self) -> None:

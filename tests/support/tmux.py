@@ -100,6 +100,13 @@ class Pane:
         for key in keys:
             self.server.run("send-keys", "-t", self.name, key)
 
+    def pipe(self) -> Path:
+        """Start copying everything the program writes to a file (tmux `pipe-pane`)."""
+        path = self.server.root / f"{self.name}.out"
+        path.touch()
+        self.server.run("pipe-pane", "-t", self.name, "-o", f"cat >> {path}")
+        return path
+
     def resize(self, rows: int, cols: int) -> None:
         self.server.run("resize-window", "-t", self.name, "-x", str(cols), "-y", str(rows))
 
@@ -119,16 +126,37 @@ class Pane:
 
 def cells(line: str, cols: int) -> list[tuple]:
     """An ANSI line as (character, fg, bg, bold, italics, underscore, strikethrough, reverse,
-    blink) cells, trailing default blanks dropped."""
+    blink) cells, trailing default blanks dropped. G1 is the DEC line-drawing set, as tmux
+    assumes when its `-e` capture wraps line-drawing characters in SO/SI."""
     from vigil.daemon.screen.parser import Parser
-    from vigil.daemon.screen.vtscreen import BLANK, VtScreen
+    from vigil.daemon.screen.vtscreen import BLANK, DEC_GRAPHICS, VtScreen
 
     screen = VtScreen(max(cols, 2), 1)
+    screen.g1 = DEC_GRAPHICS
     Parser(screen, escape_max=4096).feed(line)
     row = list(screen.buffer[0].cells)
     while row and row[-1] == BLANK:
         row.pop()
     return [tuple(c) for c in row]
+
+
+def repaint_cells(repaint: str, rows: int, cols: int) -> list[list[tuple]]:
+    """vigil's `screen --ansi` repaint (clear, rows placed) as rows of cells, trailing
+    default blanks and empty rows dropped."""
+    from vigil.daemon.screen.parser import Parser
+    from vigil.daemon.screen.vtscreen import BLANK, VtScreen
+
+    screen = VtScreen(cols, rows)
+    Parser(screen, escape_max=4096).feed(repaint)
+    out = []
+    for row in screen.buffer:
+        cells_ = list(row.cells)
+        while cells_ and cells_[-1] == BLANK:
+            cells_.pop()
+        out.append([tuple(c) for c in cells_])
+    while out and not out[-1]:
+        out.pop()
+    return out
 
 
 @pytest.fixture
