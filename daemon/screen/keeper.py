@@ -87,6 +87,7 @@ from .fastforward import (
     unterminated_string,
 )
 from .parser import Parser, _sgr_params
+from .resize import resize_alternate, resize_main
 from .queries import DA1_REPLY, DA2_REPLY, DSR_REPLY, Query, QueryScanner, cpr_reply
 from .scrollback import Scrollback, ScrollbackPage
 from .snapshot import ScreenSnapshot
@@ -694,18 +695,39 @@ class ScreenKeeper:
     # --- size ----------------------------------------------------------------------------------
 
     def resize(self, rows: int, cols: int) -> None:
-        """New terminal size. The replay checkpoints are dropped: they were taken at the old
-        size."""
+        """New terminal size, as tmux applies it (resize.py): the main screen reflows with
+        the tail of the scrollback, the alternate screen is cut or padded. Bytes fed before
+        are drawn at the old size first (the program wrote them before it knew). The
+        replay checkpoints are dropped: they were taken at the old size."""
         screen = self._screen
         if (rows, cols) == (screen.lines, screen.columns):
             return
-        self._catch_up_before_resize()
-        screen.resize(rows, cols)
-        self._checkpoints = []
+        self._catch_up()
         self._take_history()
-
-    def _catch_up_before_resize(self) -> None:
-        pass
+        old_rows, old_cols = screen.lines, screen.columns
+        # The history tail a resize may take back or reflow: enough for the taller screen,
+        # from the start of a logical line.
+        scrollback = self.scrollback
+        pullable = scrollback.pullable
+        tail = scrollback.take_rows(min(len(scrollback), max(rows, old_rows) + 64), old_cols)
+        main_rows = screen.main_buffer if screen.alt_screen else screen.buffer
+        if screen.alt_screen:
+            saved = screen.alt_saved
+            cx, cy = min(saved.x, old_cols - 1), min(saved.y, old_rows - 1)
+        else:
+            cx, cy = screen.cursor.x, screen.cursor.y
+        main, history, pullable, cx, cy = resize_main(
+            main_rows, tail, min(pullable, len(tail)), cx, cy, rows, cols, old_cols)
+        scrollback.add_rows(history)
+        scrollback.pullable = min(pullable, len(scrollback))
+        if screen.alt_screen:
+            alt, ay = resize_alternate(screen.buffer, screen.cursor.y, rows, cols)
+            screen.apply_resize(rows, cols, alt, main, (min(screen.cursor.x, cols - 1), ay), (cx, cy))
+        else:
+            screen.apply_resize(rows, cols, main, None, (cx, cy), None)
+        self._checkpoints = []
+        self._footprints.clear()
+        self._texts = []
 
     # --- output --------------------------------------------------------------------------------
 

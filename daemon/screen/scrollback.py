@@ -32,6 +32,9 @@ FAST_FORWARDED = 1  #: rendered by the fast plain path, or from cells that were 
 WRAPPED = 2  #: the text continues on the next line (autowrap)
 _STYLED = 4  #: some cell has attributes (an ANSI rendering is needed)
 _FILLED = 8  #: the payload is (fill cell, count): a row of one repeated cell
+#: Rendered lines keep, from this bit up, how many cells the row used (trailing blanks
+#: included once written: a resize's reflow needs them, the text drops them).
+USED_SHIFT = 8
 
 
 @dataclass(frozen=True)
@@ -71,6 +74,9 @@ class Scrollback:
         self.total = 0
         self.epoch = 0
         self._unrendered = False
+        #: Newest lines that scrolled here (rather than being pushed by a full clear): a
+        #: taller window takes those back onto the screen (tmux's `hscrolled`).
+        self.pullable = 0
 
     def __len__(self) -> int:
         return len(self._lines)
@@ -91,9 +97,13 @@ class Scrollback:
         for start, end in blind:
             ff.update(range(max(start, skip), end))
         entries = []
+        pullable = self.pullable
         for i in range(skip, len(rows)):
             row = rows[i]
             if type(row) is tuple:  # already rendered: (text, ansi, flags)
+                if row[2] < 0:  # vtscreen.HISTORY_CLEARED: what came before was a clear
+                    pullable = -len(entries)
+                    continue
                 entries.append(row)
                 continue
             if row.filler:
@@ -109,9 +119,11 @@ class Scrollback:
                 cells = row.cells
                 del cells[row.used:]
                 entries.append([cells, flags])
-        fillers = sum(1 for row in rows[:skip] if type(row) is not tuple and row.filler)
+        fillers = sum(1 for row in rows[:skip]
+                      if (row[2] < 0 if type(row) is tuple else row.filler))
         self.total += skip - fillers + len(entries)
         self._lines.extend(entries)
+        self.pullable = min(pullable + len(entries), len(self._lines))
         self._unrendered = True
 
     def add_text(self, texts: list[str], *, fast_forwarded: bool, skipped: int = 0) -> None:
@@ -123,13 +135,15 @@ class Scrollback:
         if skipped:
             self._lines.clear()
         self.total += skipped + len(texts)
-        self._lines.extend([(text, None, flags) for text in texts])
+        self._lines.extend([(text, None, flags | (len(text) << USED_SHIFT)) for text in texts])
+        self.pullable = min(self.pullable + len(texts), len(self._lines))
 
     # --- changes ----------------------------------------------------------------------------------
 
     def clear(self) -> None:
         """`CSI 3 J`: every line is dropped."""
         self._lines.clear()
+        self.pullable = 0
         self.epoch += 1
 
     def truncate(self, total: int) -> None:
@@ -141,18 +155,38 @@ class Scrollback:
             lines.pop()
             self.total -= 1
         self.total = total  # lines past the limit were already gone
+        self.pullable = min(self.pullable, len(lines))
         self.epoch += 1
 
-    def pop_entries(self, n: int) -> list[list]:
-        """Take back the newest n lines (a taller window shows them again), oldest first."""
-        out = []
+    def take_rows(self, n: int, cols: int) -> list:
+        """Take the newest n lines back as rows `cols` wide, oldest first (a resize reflows
+        them, and gives back what stays history with `add_rows`)."""
+        from .vtscreen import BLANK, Row
+
         lines = self._lines
+        out = []
         while n > 0 and lines:
-            out.append(lines.pop())
+            entry = lines.pop()
+            if type(entry) is list:
+                cells, flags = entry
+                if flags & _FILLED:
+                    fill, count = cells
+                    cells = (fill,) * count
+                cells = list(cells)
+                styled = bool(flags & _STYLED)
+            else:
+                cells, flags = _cells_of(entry[1] or entry[0]), entry[2]
+                styled = entry[1] is not None
+                cells += [BLANK] * ((flags >> USED_SHIFT) - len(cells))
+            used = len(cells)
+            cells += [BLANK] * (cols - used)
+            out.append(Row(cells, used=used, styled=styled, wrapped=bool(flags & WRAPPED),
+                           taint=-1 if flags & FAST_FORWARDED else 0))
             self.total -= 1
             n -= 1
         if out:
             self.epoch += 1
+        self.pullable = min(self.pullable, len(lines))
         out.reverse()
         return out
 
@@ -198,10 +232,21 @@ class Scrollback:
         return self._lines
 
 
+def _cells_of(line: str) -> list:
+    """The cells of a rendered line (its ANSI form, or plain text)."""
+    from .parser import Parser
+    from .vtscreen import VtScreen
+
+    screen = VtScreen(max(len(line), 2), 1)
+    Parser(screen, escape_max=len(line) + 16).feed(line)
+    row = screen.buffer[0]
+    return list(row.cells[:row.used])
+
+
 def _render(entry: list) -> tuple[str, str | None, int]:
     cells, flags = entry
     if flags & _FILLED:
         fill, count = cells
         cells = (fill,) * count
     ansi = render.cells_ansi(cells) if flags & _STYLED else None
-    return render.cells_text(cells), ansi, flags & (FAST_FORWARDED | WRAPPED)
+    return render.cells_text(cells), ansi, (flags & (FAST_FORWARDED | WRAPPED)) | (len(cells) << USED_SHIFT)

@@ -53,9 +53,14 @@ DEC_GRAPHICS = pyte_charsets.VT100_MAP
 _CHAR_CACHE_ATTRS = 256
 _PLAIN_TOKEN = re.compile(r"[^\r\t\b\x07]+|[\r\t\b\x07]")
 
+#: In `VtScreen.scrolled_off`, after the rows a full clear moved into the history: tmux does
+#: not give such rows back to a taller window (its `hscrolled` goes to 0).
+HISTORY_CLEARED = ("", None, -1)
+
 #: Scrollback line flags (scrollback.py) for lines handed over already rendered.
 FAST_FORWARDED_FLAG = 1
 WRAPPED_FLAG = 2
+USED_SHIFT = 8
 
 #: Longest text one cell may hold (a base character and its combining marks): 10^6
 #: combining marks must not build a megabyte cell.
@@ -597,8 +602,8 @@ class VtScreen:
             cells[x:end] = map(getter, data[pos:pos + take])
             if cache.styled:
                 row.styled = True
-            if end >= row.used:
-                row.used = min(end + 1, cols)
+            if end > row.used:
+                row.used = end
             self._wrote(row, x, take)
             pos += take
             if self.autowrap:
@@ -646,8 +651,8 @@ class VtScreen:
                 cells[x + 1] = cache[""]
             if cache.styled:
                 row.styled = True
-            if after >= row.used:
-                row.used = min(after + 1, cols)
+            if after > row.used:
+                row.used = after
             self._wrote(row, x, width)
             if not self.autowrap and after > cols - 1:
                 c.x = cols - 1
@@ -818,6 +823,7 @@ class VtScreen:
             if used:
                 self._to_history(self.buffer[:used])
                 self.changes += 1
+            self.scrolled_off.append(HISTORY_CLEARED)
         self._clear_rows(0, self.lines)
 
     def insert_lines(self, n: int) -> None:
@@ -993,42 +999,24 @@ class VtScreen:
 
     # --- size -------------------------------------------------------------------------------------
 
-    def resize(self, lines: int, columns: int) -> None:
-        """Plain resize without reflow (the keeper's resize does tmux's reflow and history
-        work and then calls this for the remaining change)."""
-        self.changes += 1
-        if columns != self.columns:
-            for buf in filter(None, (self.buffer, self._main)):
-                for i in range(len(buf)):
-                    row = self._writable(i, buf)
-                    cells = row.cells
-                    if columns < self.columns:
-                        del cells[columns:]
-                        if cells and cells[-1].data == "":
-                            cells[-1] = BLANK
-                        row.taint &= (1 << columns) - 1
-                        if row.used > columns:
-                            row.used = columns
-                    else:
-                        cells.extend([BLANK] * (columns - self.columns))
-            self.columns = columns
-            self.tabstops = set(range(8, columns, 8))
-            self.tabs_known = True
-        if lines != self.lines:
-            for name in ("buffer", "_main"):
-                buf = getattr(self, name)
-                if buf is None:
-                    continue
-                if lines < len(buf):
-                    del buf[lines:]
-                else:
-                    buf.extend([blank_row(columns)] * (lines - len(buf)))
-            self.lines = lines
-        self.top, self.bottom = 0, lines - 1
+    def apply_resize(self, lines: int, columns: int, buffer: list[Row], main: list[Row] | None,
+                     cursor: tuple[int, int], saved: tuple[int, int] | None) -> None:
+        """Take the rows and cursor a resize computed (keeper.py, resize.py): the new size,
+        the visible rows, the main screen's rows while the alternate one shows, the cursor,
+        and where the alternate screen's saved cursor now is. Tabs go back to every 8
+        columns and the scroll region to the whole screen (tmux)."""
+        self.lines, self.columns = lines, columns
+        self.buffer = buffer
+        self._main = main
         c = self.cursor
-        c.x = min(c.x, columns - 1)
-        c.y = min(c.y, lines - 1)
-
+        c.x, c.y = cursor
+        if saved is not None:
+            self.alt_saved.x, self.alt_saved.y = saved
+        self.top, self.bottom = 0, lines - 1
+        self.tabstops = set(range(8, columns, 8))
+        self.tabs_known = True
+        self.work += lines
+        self.changes += 1
 
     # --- lines that scroll away unseen ---------------------------------------------------------
 
@@ -1135,7 +1123,7 @@ class VtScreen:
             last = len(pieces) - 1
             for i, piece in enumerate(pieces):
                 out.append((piece.rstrip(" "), uniform_ansi(piece, attrs) if styled else None,
-                            flags | (WRAPPED_FLAG if i < last else 0)))
+                            flags | (WRAPPED_FLAG if i < last else 0) | (len(piece) << USED_SHIFT)))
         return out
 
     # --- whole-state copies (the keeper's replay checkpoints) ---------------------------------------

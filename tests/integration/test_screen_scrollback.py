@@ -12,72 +12,20 @@ line after an exit; vigil keeps scrollback for live executions).
 
 from __future__ import annotations
 
-import time
-
-import pytest
-
-from tests.support.executions import Session
 from tests.support.screens import (  # noqa: F401  (fixtures)
-    SCREEN_TIMEOUT,
     Screens,
     session,
     shared_home,
     workspace,
 )
-from tests.support.tmux import cells, needs_tmux, same_env, tmux  # noqa: F401
+from tests.support.tmux import Both, last_is, needs_tmux, tmux  # noqa: F401
 
 pytestmark = needs_tmux
 
 
-class Both:
-    """One program under vigil and in a tmux pane."""
-
-    def __init__(self, session: Session, tmux, workspace, command: str, rows: int, cols: int,
-                 env: dict | None = None):
-        self.s, self.sc = session, Screens(session)
-        self.rows, self.cols = rows, cols
-        env = {**same_env(), **(env or {})}
-        self.eid = session.run(command=command, rows=rows, cols=cols, env=env)["execution_id"]
-        self.pane = tmux.pane(command, rows=rows, cols=cols, cwd=str(workspace), env=env)
-
-    def send(self, text: str) -> None:
-        self.s.call("input", execution_id=self.eid, text=text)
-        self.pane.send(text)
-
-    def vigil_lines(self, history: int = 0, ansi: bool = False) -> list[str]:
-        snap = self.sc.get(self.eid, ansi=ansi, history=history)
-        rows = snap["ansi"].split("\r\n") if ansi else snap["text"].split("\n")
-        lines = (snap["scrollback_ansi"] if ansi else snap["scrollback"]) + rows
-        while lines and not lines[-1].strip():
-            lines.pop()
-        return lines
-
-    def wait(self, predicate, what: str) -> None:
-        """Until both show it (and vigil's screen is exact)."""
-        self.pane.wait(predicate, what)
-        deadline = time.monotonic() + SCREEN_TIMEOUT
-        while True:
-            snap = self.sc.get(self.eid)
-            if snap["fidelity"] == "exact" and predicate(snap["text"].split("\n")):
-                return
-            if time.monotonic() > deadline:
-                raise AssertionError(f"vigil never showed {what}: {snap['text']!r} ({snap['fidelity']})")
-            time.sleep(0.005)
-
-    def assert_same(self, history: int) -> None:
-        assert self.pane.history_size() > 0, "the program scrolled nothing away: not a test"
-        want = [line.rstrip(" ") for line in self.pane.capture(history=history)]
-        got = self.vigil_lines(history=history)
-        assert got == want
-        want_cells = [cells(line, self.cols) for line in self.pane.capture(history=history, ansi=True)]
-        got_cells = [cells(line, self.cols) for line in self.vigil_lines(history=history, ansi=True)]
-        while want_cells and not want_cells[-1]:
-            want_cells.pop()
-        assert got_cells == want_cells
-
-
-def last_is(text: str):
-    return lambda lines: any(line.rstrip() == text for line in lines[-3:]) if lines else False
+def assert_scrolled(b: Both, history: int) -> None:
+    assert b.pane.history_size() > 0, "the program scrolled nothing away: not a test"
+    b.assert_same(history)
 
 
 def test_shell_session(session, tmux, workspace):
@@ -89,7 +37,7 @@ def test_shell_session(session, tmux, workspace):
     b.wait(last_is("$"), "the prompt after printf")
     b.send("for i in 1 2 3; do printf '%s\\n' \"$(printf 'x%.0s' $(seq 1 120))\"; done\r")
     b.wait(last_is("$"), "the prompt after wrapped lines")
-    b.assert_same(history=200)
+    assert_scrolled(b, 200)
 
 
 def test_pager_on_the_main_screen(session, tmux, workspace):
@@ -104,7 +52,7 @@ def test_pager_on_the_main_screen(session, tmux, workspace):
     b.wait(lambda lines: any(line.startswith("line 22 ") for line in lines), "four lines down")
     b.send("G")
     b.wait(lambda lines: any("(END)" in line for line in lines), "the end")
-    b.assert_same(history=300)
+    assert_scrolled(b, 300)
 
 
 def test_python_repl(session, tmux, workspace):
@@ -119,7 +67,7 @@ def test_python_repl(session, tmux, workspace):
     b.wait(last_is("..."), "the continuation prompt")
     b.send("2)\r")
     b.wait(last_is(">>>"), "the prompt after (1 + 2)")
-    b.assert_same(history=200)
+    assert_scrolled(b, 200)
 
 
 BUILD_LOG = r"""
@@ -142,7 +90,7 @@ def test_long_build_log(session, tmux, workspace):
     (workspace / "build.sh").write_text(BUILD_LOG)
     b = Both(session, tmux, workspace, "sh build.sh", rows=15, cols=70)
     b.wait(last_is("Build finished"), "the end of the build")
-    b.assert_same(history=1000)
+    assert_scrolled(b, 1000)
 
 
 def test_full_screen_program_does_not_feed_the_scrollback(session, tmux, workspace):
@@ -161,7 +109,7 @@ def test_full_screen_program_does_not_feed_the_scrollback(session, tmux, workspa
     b.wait(last_is("$"), "the prompt after vim")
     b.send("echo back\r")
     b.wait(last_is("$"), "the prompt after echo")
-    b.assert_same(history=100)
+    assert_scrolled(b, 100)
 
 
 def test_a_flood_keeps_its_last_lines(session, tmux, workspace):

@@ -31,7 +31,7 @@ from tests.support.screens import (  # noqa: F401  (fixtures)
     shared_home,
     workspace,
 )
-from tests.support.tmux import cells, needs_tmux, repaint_cells, same_env, tmux  # noqa: F401
+from tests.support.tmux import lines_cells, needs_tmux, repaint_cells, same_env, tmux  # noqa: F401
 
 VTTEST = shutil.which("vttest")
 pytestmark = [needs_tmux, pytest.mark.skipif(VTTEST is None, reason="needs vttest (CI installs it)")]
@@ -87,9 +87,7 @@ class VtTest:
             time.sleep(0.005)
 
     def assert_same_screen(self, step: str) -> None:
-        want = [cells(line, COLS) for line in self.pane.capture(ansi=True)]
-        while want and not want[-1]:
-            want.pop()
+        want = lines_cells(self.pane.capture(ansi=True), COLS)
         cursor = list(self.pane.cursor())
         deadline = time.monotonic() + SCREEN_TIMEOUT
         while True:

@@ -227,16 +227,18 @@ def test_ansi_repaint_places_cursor_last():
     )
 
 
-def test_resize():
+def test_resize_reflows_as_tmux():
+    """tmux 3.3, `printf 'one\r\ntwo\r\nthree'` in a 10x3 pane resized to 4x5: history
+    `one`, screen two/thre/e, cursor (2, 1) at the end of the reflowed line."""
     k = keeper_with("one\r\ntwo\r\nthree", rows=3, cols=10)
     k.resize(5, 4)
     drain(k)
     snap = k.snapshot()
-    assert (snap.rows, snap.cols, len(snap.lines)) == (5, 4, 5)
-    assert snap.lines[:3] == ["one", "two", "thre"]
+    assert (snap.rows, snap.cols, snap.lines, snap.cursor) == (5, 4, ["two", "thre", "e", "", ""], (2, 1))
+    assert [line.text for line in k.scrollback_tail(10).lines] == ["one"]
     k.resize(2, 4)
     snap = k.snapshot()
-    assert snap.rows == 2 and len(snap.lines) == 2
+    assert (snap.rows, snap.lines, snap.cursor) == (2, ["thre", "e"], (1, 1))
 
 
 # --- terminal queries ------------------------------------------------------------------------------
