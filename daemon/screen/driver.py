@@ -104,7 +104,6 @@ class ScreenTask:
     async def run(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
         """Process until cancelled. Start it in the nursery that owns the execution."""
         settings = self._settings
-        share = settings.screen_cpu_budget
         slice_s = settings.screen_slice_seconds
         quiet_s = settings.screen_quiet_exact_seconds
         task_status.started()
@@ -122,7 +121,9 @@ class ScreenTask:
                     # The budget is the daemon's, not each screen's: ten busy screens share
                     # `share` of a core between them, so the keepers together never starve
                     # ingest and RPC. After `spent` of work, rest spent·(1−s)/s, s = share/busy.
-                    mine = share / ScreenTask.busy
+                    # Once this screen's output has been quiet a while, catching up and the
+                    # replay to exact get the larger quiet share.
+                    mine = self._share() / ScreenTask.busy
                     rest = spent * (1 - mine) / mine
                     if rest > 0:
                         await trio.sleep(rest)
@@ -146,6 +147,26 @@ class ScreenTask:
                 self._publish(quiet=True)
             else:
                 await self._wake.wait()
+
+    def _share(self) -> float:
+        settings = self._settings
+        if trio.current_time() - self._last_feed >= settings.screen_quiet_exact_seconds:
+            return settings.screen_quiet_cpu_budget
+        return settings.screen_cpu_budget
+
+    async def settle(self) -> ScreenSnapshot:
+        """Bring the screen fully up to date — parsed, and replayed to exact if it skipped —
+        in slices that let the rest of the daemon run between them; for an execution that
+        ended (the runtime's final screen). Returns the final snapshot."""
+        slice_s = self._settings.screen_slice_seconds
+        for replay in (False, True):
+            if replay and not self.keeper.resync():
+                break
+            while self.keeper.process(slice_s):
+                self._publish(quiet=False)
+                await trio.lowlevel.checkpoint()
+        self._publish(quiet=False)
+        return self.keeper.snapshot()
 
     def _publish(self, *, quiet: bool) -> None:
         snap = self.keeper.snapshot()

@@ -38,12 +38,10 @@ MOTION = re.compile(rb"\x1b\[[0-9;?]*[AFHfdrLMST]|\x1b[M8]|\x1b\[u")
 #: A cursor positioning right before a clear makes the clear a safe point with a known cursor.
 _CUP_BEFORE = re.compile(rb"\x1b\[[0-9;]*[Hf]\Z")
 
-_SGR = re.compile(rb"\x1b\[[0-9;:]*m")
-_PRIVATE = re.compile(rb"\x1b\[\?[0-9;]*[hl]")
-_ANSI_MODE = re.compile(rb"\x1b\[[0-9;]*[hl]")
+#: The CSIs a carry follows: SGR, DEC private and ANSI modes, DECSTBM.
+_CARRIED_CSI = re.compile(rb"\x1b\[(?:[0-9;:]*m|\??[0-9;]*[hl]|[0-9;]*r)")
 _ALT_SWITCH = re.compile(rb"\x1b\[\?(?:[0-9;]*;)?(?:1049|1047|47)(?:;[0-9;]*)?[hl]")
 _TITLE = re.compile(rb"\x1b\][02];[^\x07\x1b]{0,4096}(?:\x07|\x1b\\)")
-_MARGINS = re.compile(rb"\x1b\[[0-9]*(?:;[0-9]*)?r")
 _CUP = re.compile(rb"\x1b\[([0-9]*)(?:;([0-9]*))?[Hf]")
 #: What leaves the cursor where it is: attributes, modes (not origin/DECCOLM/alternate
 #: screen), strings, character sets, erasing, inserting and deleting (tmux keeps the cursor
@@ -51,7 +49,6 @@ _CUP = re.compile(rb"\x1b\[([0-9]*)(?:;([0-9]*))?[Hf]")
 _NEUTRAL_TAIL = re.compile(
     rb"(?:\x1b\[[0-9;:]*m|\x1b\[\?(?!(?:[0-9;]*;)?(?:3|6|47|1047|1049)(?:;|[hl]))[0-9;]*[hl]"
     rb"|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[()][0-9A-Za-z]|\x1b\[[0-9;]*[JKXPLM@ST]|[\x07\x0e\x0f])*\Z")
-_SAVES = re.compile(rb"\x1b7|\x1b\[s")
 _TABS = re.compile(rb"\x1bH|\x1b\[[0-9]*g")
 #: Distinct SGR sequences folded exactly; past this many the attributes count as unknown.
 _SGR_DISTINCT_MAX = 512
@@ -131,8 +128,10 @@ def _distinct_last(data: bytes, regex: re.Pattern) -> list[tuple[int, bytes]]:
     return sorted((data.rfind(w), w) for w in set(regex.findall(data)))
 
 
-def scan_carry(data: bytes | bytearray | memoryview) -> Carry:
-    """The state changes in `data`, in order (later wins)."""
+def scan_carry(data: bytes | bytearray | memoryview, runs: set[bytes] | None = None) -> Carry:
+    """The state changes in `data`, in order (later wins). `runs`, if given, are the distinct
+    pieces of `data` between its cursor positionings (a footprint's): the carried sequences
+    are then looked for in those few pieces instead of all of `data`."""
     data = bytes(data)
     carry = Carry(length=len(data))
     if b"\x1b" not in data:  # memchr: plain text changes no mode
@@ -159,25 +158,32 @@ def scan_carry(data: bytes | bytearray | memoryview) -> Carry:
             carry.alt_switches += 1
             if len(carry.switches) < _SWITCHES_KEPT:
                 carry.switches.append((m.start() + offset, m.end() + offset, on))
-    for _, seq in _distinct_last(data, _PRIVATE):
-        on = seq.endswith(b"h")
-        for p in seq[3:-1].split(b";"):
-            name = _TRACKED_PRIVATE.get(p)
-            if name is not None:
-                carry.modes[name] = on
-    for _, seq in _distinct_last(data, _ANSI_MODE):
-        if seq[2:3] == b"?":
+    # One pass for every CSI the carry follows (SGR, modes, margins), distinct ones only.
+    if runs is not None and not carry.reset:
+        found = set()
+        for run in runs:
+            if b"\x1b[" in run:
+                found.update(_CARRIED_CSI.findall(run))
+        csis = sorted((data.rfind(seq), seq) for seq in found)
+    else:
+        csis = _distinct_last(data, _CARRIED_CSI)
+    sgrs = [(pos, seq) for pos, seq in csis if seq.endswith(b"m")]
+    for _, seq in csis:
+        final = seq[-1:]
+        if final not in b"hl":
             continue
-        on = seq.endswith(b"h")
-        for p in seq[2:-1].split(b";"):
-            name = _TRACKED_ANSI.get(p)
+        on = final == b"h"
+        private = seq[2:3] == b"?"
+        table = _TRACKED_PRIVATE if private else _TRACKED_ANSI
+        for p in seq[3 if private else 2:-1].split(b";"):
+            name = table.get(p)
             if name is not None:
                 carry.modes[name] = on
-    title = _last_title(data)
+    title = _last_title(data) if b"\x1b]" in data else None
     carry.title = title if title is not None else head_title
-    margins = _distinct_last(data, _MARGINS)
+    margins = [seq for _, seq in csis if seq.endswith(b"r")]
     if margins:
-        top, _, bottom = margins[-1][1][2:-1].partition(b";")
+        top, _, bottom = margins[-1][2:-1].partition(b";")
         carry.margins = (int(top or 0), int(bottom or 0))
     g0 = max((data.rfind(b"\x1b(" + f), f) for f in (b"0", b"B"))
     if g0[0] >= 0:
@@ -189,7 +195,6 @@ def scan_carry(data: bytes | bytearray | memoryview) -> Carry:
     if shift >= 0:
         carry.shift = data[shift] == 0x0e
     # SGR: the last reset, then the distinct sequences after it by last occurrence.
-    sgrs = _distinct_last(data, _SGR)
     last_reset = max(data.rfind(b"\x1b[m"), data.rfind(b"\x1b[0m"))
     if last_reset >= 0 or carry.reset:
         carry.sgr_reset = True
@@ -197,8 +202,8 @@ def scan_carry(data: bytes | bytearray | memoryview) -> Carry:
     if len(sgrs) > _SGR_DISTINCT_MAX:
         carry.sgr_exact = False
     carry.cursor = _cursor_after(data)
-    carry.saved_unknown = _SAVES.search(data) is not None
-    carry.tabs_unknown = _TABS.search(data) is not None
+    carry.saved_unknown = data.find(b"\x1b7") >= 0 or data.find(b"\x1b[s") >= 0
+    carry.tabs_unknown = data.find(b"\x1bH") >= 0 or (b"g" in data and _TABS.search(data) is not None)
     return carry
 
 
@@ -261,8 +266,9 @@ class SafePoint:
     kind: str  #: "reset" | "clear" | "alt" | "leave" | "lines"
 
 
-def last_safe_point(data: bytes | bytearray, rows: int, end: int | None = None) -> SafePoint | None:
-    """The latest safe point in `data[:end]`, or None."""
+def last_safe_point(data: bytes | bytearray, rows: int, end: int | None = None,
+                    start: int = 0) -> SafePoint | None:
+    """The latest safe point in `data[start:end]`, or None."""
     end = len(data) if end is None else end
     best: SafePoint | None = None
 
@@ -271,24 +277,24 @@ def last_safe_point(data: bytes | bytearray, rows: int, end: int | None = None) 
         if offset >= 0 and (best is None or offset > best.offset):
             best = SafePoint(offset, kind)
 
-    consider(data.rfind(_RESET, 0, end), "reset")
-    clear = data.rfind(_CLEAR, 0, end)
+    consider(data.rfind(_RESET, start, end), "reset")
+    clear = data.rfind(_CLEAR, start, end)
     if clear >= 0:
         # `clear` (and most programs) home the cursor just before: restart there, so the
         # cursor is known after the clear.
         m = _CUP_BEFORE.search(bytes(data[max(0, clear - 16):clear]))
         consider(clear - (len(m.group()) if m else 0), "clear")
     for mode in _ALT:
-        consider(data.rfind(b"\x1b[?" + mode + b"h", 0, end), "alt")
-        consider(data.rfind(b"\x1b[?" + mode + b"l", 0, end), "leave")
+        consider(data.rfind(b"\x1b[?" + mode + b"h", start, end), "alt")
+        consider(data.rfind(b"\x1b[?" + mode + b"l", start, end), "leave")
     # `rows` complete lines: find the newline that ends the line `rows` lines before the last
     # newline; the safe point is just after it (which must follow a CR, so the line starts at
     # column 0).
-    last_nl = data.rfind(b"\n", 0, end)
+    last_nl = data.rfind(b"\n", start, end)
     if last_nl >= 0:
         pos = last_nl
         for _ in range(rows):
-            pos = data.rfind(b"\n", 0, pos)
+            pos = data.rfind(b"\n", start, pos)
             if pos < 0:
                 break
         else:
@@ -374,6 +380,8 @@ class Footprint:
 
     every: bool = False
     rows: dict[int, int] = field(default_factory=dict)
+    #: The distinct pieces between positionings (for `scan_carry`), when worked out.
+    runs: set[bytes] | None = None
 
     def add(self, y: int, x: int, n: int) -> None:
         if n > 0:
@@ -383,21 +391,29 @@ class Footprint:
 class FootprintCache:
     """What earlier footprints already worked out, so that a flood repeating the same frames
     costs interpreted work only the first time: run classifications, and the union of the
-    cells of every (position, run) unit seen since `clear` (a footprint reports that union,
-    a superset of its own cells: safe, and exact enough for redrawing floods)."""
+    cells at every position seen since `clear`, each as wide as the widest run seen (a
+    footprint reports that union: a superset of its own cells — safe, and exact enough for
+    floods that keep redrawing the same cells)."""
 
     def __init__(self) -> None:
         #: run bytes → (width in cells, erase: None | "end" | "row", ok)
         self.runs: dict[bytes, tuple[int, str | None, bool]] = {}
-        self.units: set[tuple[bytes, bytes]] = set()
+        self.positions: set[bytes] = set()
+        self.width = 0
+        self.erase: str | None = None
         self.union = Footprint()
 
     def clear(self) -> None:
-        """Forget the units (the screen is exact again: older footprints are moot)."""
-        self.units.clear()
+        """Forget the positions (the screen is exact again: older footprints are moot)."""
+        self.positions = set()
+        self.width = 0
+        self.erase = None
         self.union = Footprint()
         if len(self.runs) > FOOTPRINT_UNITS_MAX:
             self.runs.clear()
+
+
+_ERASE_RANK = {None: 0, "end": 1, "row": 2}
 
 
 def footprint(data: bytes, *, rows: int, cols: int, cursor: tuple[int, int] | None,
@@ -405,8 +421,10 @@ def footprint(data: bytes, *, rows: int, cols: int, cursor: tuple[int, int] | No
               cache: FootprintCache) -> Footprint:
     """The cells `data` may write, if it is plain cursor-addressed output; else `every`.
 
-    `cursor` is where the bytes start (row, col, 0-based), or None if unknown. Interpreted
-    work: per (position, run) unit not seen before (`cache`), at most FOOTPRINT_UNITS_MAX.
+    `cursor` is where the bytes start (row, col, 0-based), or None if unknown. The units are
+    an absolute positioning and the run after it; each position counts as wide as the
+    widest run (pairing them would cost a tuple per unit). Interpreted work: per distinct
+    run and per position not seen before (`cache`), at most FOOTPRINT_UNITS_MAX.
     """
     fp = Footprint()
     if data.translate(None, _KEEP_PRINTABLE):
@@ -418,33 +436,53 @@ def footprint(data: bytes, *, rows: int, cols: int, cursor: tuple[int, int] | No
             fp.every = True
             return fp
     parts = _SPLIT_CUP.split(data)
-    head, rest = parts[0], parts[1:]
+    head = parts[0]
     if head:
         if cursor is None:
             fp.every = True
             return fp
         if not _place(fp, head, cursor[0], cursor[1], rows, cols, bottom, autowrap, cache):
             return fp
-    units = set(zip(rest[0::2], rest[1::2]))
-    new = units - cache.units
-    if len(new) + len(cache.units) > FOOTPRINT_UNITS_MAX:
+    positions = set(parts[1::2])
+    runs = set(parts[2::2])
+    if head:
+        runs.add(head)
+    fp.runs = runs
+    if len(runs) > FOOTPRINT_UNITS_MAX or len(positions) + len(cache.positions) > FOOTPRINT_UNITS_MAX:
         fp.every = True
         return fp
+    classified = cache.runs
+    width, erase = cache.width, cache.erase
+    for run in runs:
+        info = classified.get(run)
+        if info is None:
+            info = classified[run] = _classify_run(run)
+        if not info[2]:
+            fp.every = True
+            return fp
+        width = max(width, info[0])
+        if _ERASE_RANK[info[1]] > _ERASE_RANK[erase]:
+            erase = info[1]
+    if width != cache.width or erase != cache.erase:
+        # Wider than before: every position seen so far is placed again.
+        cache.width, cache.erase, cache.union = width, erase, Footprint()
+        new = positions | cache.positions
+    else:
+        new = positions - cache.positions
     union = cache.union
-    for pos, run in new:
+    for pos in new:
         r, _, c = pos.partition(b";")
         y = (int(r) if r else 1) or 1
         x = (int(c) if c else 1) or 1
         y -= 1
         if origin:
             y = bottom if y > bottom - top else y + top
-        y = min(y, rows - 1)
-        x = min(x - 1, cols - 1)
-        if not _place(union, run, y, x, rows, cols, bottom, autowrap, cache):
-            union.every = False
+        if not _place_width(union, width, erase, min(y, rows - 1), min(x - 1, cols - 1),
+                            rows, cols, bottom, autowrap):
+            cache.clear()
             fp.every = True
             return fp
-    cache.units |= new
+    cache.positions |= new
     for y, mask in union.rows.items():
         fp.rows[y] = fp.rows.get(y, 0) | mask
     return fp
@@ -452,8 +490,7 @@ def footprint(data: bytes, *, rows: int, cols: int, cursor: tuple[int, int] | No
 
 def _place(fp: Footprint, run: bytes, y: int, x: int, rows: int, cols: int, bottom: int,
            autowrap: bool, cache: FootprintCache) -> bool:
-    """Add the cells `run` writes from (y, x); False (and `every`) if it does more. Every
-    write of the run lies in one span from (y, x), `width` cells long (wrapping)."""
+    """Add the cells `run` writes from (y, x); False (and `every`) if it does more."""
     info = cache.runs.get(run)
     if info is None:
         info = cache.runs[run] = _classify_run(run)
@@ -461,6 +498,13 @@ def _place(fp: Footprint, run: bytes, y: int, x: int, rows: int, cols: int, bott
     if not ok:
         fp.every = True
         return False
+    return _place_width(fp, width, erase, y, x, rows, cols, bottom, autowrap)
+
+
+def _place_width(fp: Footprint, width: int, erase: str | None, y: int, x: int, rows: int,
+                 cols: int, bottom: int, autowrap: bool) -> bool:
+    """Add a span of `width` cells from (y, x) (wrapping) and what `erase` clears after it;
+    False (and `every`) if it would scroll."""
     cx = x
     if not autowrap:
         fp.add(y, x, min(width, cols - x))

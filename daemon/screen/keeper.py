@@ -75,6 +75,7 @@ from . import render
 from .fastforward import (
     MOTION,
     Carry,
+    Footprint,
     FootprintCache,
     blind_point,
     footprint,
@@ -98,8 +99,8 @@ PARSE_CHUNK = 2048
 #: Screen work units (about one cell copied each, vtscreen.py) one parser call may do before
 #: it stops and keeps the rest of its chunk: ~1-2 ms of list copying here.
 WORK_PER_FEED = 400_000
-#: Bytes skipped between two clock checks while fast-forwarding (~2-5 ms of C-speed scans).
-SKIP_PIECE = 256 * 1024
+#: Bytes skipped between two clock checks while fast-forwarding (~3-6 ms of C-speed scans).
+SKIP_PIECE = 128 * 1024
 #: Skipped lines rendered for the scrollback per skip piece (~2-4 ms of the fast plain path).
 HISTORY_LINES_PER_PIECE = 2000
 #: Styled scrollback rows given their ANSI rendering per idle slice.
@@ -130,6 +131,37 @@ class _Checkpoint:
     data: bytearray  #: every raw byte fed after the checkpoint
 
 
+class _Replay:
+    """A replay from a checkpoint into a screen of its own, so that what is shown stays the
+    latest screen (not an older moment of the replay) until the replay is done."""
+
+    def __init__(self, cp: _Checkpoint, settings: Settings, rows: int, cols: int):
+        self.checkpoint = cp
+        self.screen = VtScreen(cols, rows)
+        self.screen.restore_state(cp.screen)
+        self.parser = Parser(self.screen, escape_max=settings.screen_escape_max_bytes,
+                             work_limit=WORK_PER_FEED)
+        self.parser.state = cp.parser
+        self.decoder = _new_decoder()
+        self.decoder.setstate(cp.decoder)
+        self.data = memoryview(bytes(cp.data))
+        self.pos = 0
+
+    def process(self, deadline: float) -> bool:
+        """Parse on; True when every byte of the checkpoint is parsed."""
+        data, parser = self.data, self.parser
+        while self.pos < len(data) or parser.backlog:
+            if parser.backlog:
+                parser.feed("")
+            else:
+                chunk = bytes(data[self.pos:self.pos + PARSE_CHUNK])
+                self.pos += len(chunk)
+                parser.feed(self.decoder.decode(chunk))
+            if time.perf_counter() >= deadline:
+                return not (self.pos < len(data) or parser.backlog)
+        return True
+
+
 class ScreenKeeper:
     """The screen of one terminal. Not thread-safe: one owner calls every method.
 
@@ -156,7 +188,12 @@ class ScreenKeeper:
         self._replies = bytearray()
         self._rate = float(INITIAL_RATE)
         self._checkpoints: list[_Checkpoint] = []
-        self._replaying = False
+        #: The replay in progress, the checkpoints not considered yet (newest first), and
+        #: the footprint of the bytes after the last one considered (see `resync`).
+        self._replay: _Replay | None = None
+        self._choosing: list[_Checkpoint] = []
+        self._cover = Footprint()
+        self._cover_end = 0
         #: Skipping toward a safe point not reached yet: the screen is not meaningful.
         self._provisional: str | None = None
         #: [bytes still to skip, safe point kind or None] while a skip spans several calls.
@@ -193,7 +230,8 @@ class ScreenKeeper:
         if not data:
             return
         self.fed_bytes += len(data)
-        self._replaying = False
+        self._replay = None  # new output: the replay would be behind it
+        self._choosing = []
         found = self._queries.scan(data)
         if not found:
             self._append(data)
@@ -311,7 +349,9 @@ class ScreenKeeper:
         capacity = max(PARSE_CHUNK, int(self._rate * backlog))
         if self._dropped is not None:
             self._apply_drop()
-        if self._skip_target is not None or (not self._replaying and len(self._pending) > capacity):
+        if self._replay is not None or self._choosing:
+            return self._go_on_replaying(deadline, t0)
+        if self._skip_target is not None or len(self._pending) > capacity:
             self._fast_forward(capacity, deadline)
         t1 = time.perf_counter()
         parsed = 0
@@ -333,10 +373,8 @@ class ScreenKeeper:
             measured = min(max(parsed / elapsed, _RATE_MIN), _RATE_MAX)
             self._rate = 0.7 * self._rate + 0.3 * measured
         more = bool(pending) or parser.backlog or self._skip_target is not None
-        if not more:
-            self._replaying = False
-            if time.perf_counter() < deadline:
-                self.scrollback.compact(COMPACT_PER_SLICE)
+        if not more and time.perf_counter() < deadline:
+            self.scrollback.compact(COMPACT_PER_SLICE)
         self.longest_process = max(self.longest_process, time.perf_counter() - t0)
         return more
 
@@ -360,44 +398,98 @@ class ScreenKeeper:
     # --- checkpoints and replay -----------------------------------------------------------------
 
     def _maybe_checkpoint(self) -> None:
-        """Keep a checkpoint whose replay covers between half and all of
-        `screen_replay_bytes` (see "Exact again after quiet")."""
+        """Keep a checkpoint every eighth of `screen_replay_bytes` of output (parsed or
+        skipped), as long as its replay fits in `screen_replay_bytes` (see "Exact again
+        after quiet")."""
         limit = self._settings.screen_replay_bytes
-        if limit <= 0 or len(self._pending) > limit // 2:
-            return
         cps = self._checkpoints
-        if cps and len(cps[-1].data) < limit // 2:
+        # cp.data - pending: how far the parse (or skip) got past the newest checkpoint.
+        if limit <= 0 or len(self._pending) > limit \
+                or (cps and len(cps[-1].data) - len(self._pending) < limit // 8):
             return
-        cps.append(_Checkpoint(
-            screen=self._screen.copy_state(),
-            parser=self._parser.state,
-            decoder=self._decoder.getstate(),
-            scrollback_total=self.scrollback.total,
-            data=bytearray(self._pending),
-        ))
+        self._take_checkpoint_now()
+
+    def _take_checkpoint_now(self) -> None:
+        if len(self._pending) > self._settings.screen_replay_bytes:
+            return
+        self._checkpoints.append(_Checkpoint(
+            screen=self._screen.copy_state(), parser=self._parser.state,
+            decoder=self._decoder.getstate(), scrollback_total=self.scrollback.total,
+            data=bytearray(self._pending)))
         self.checkpoints_taken += 1
-        del cps[:-2]
+        del self._checkpoints[:-10]
 
     def resync(self) -> bool:
-        """Re-render exactly from the oldest checkpoint, if the screen is not exact and one is
-        kept. The replayed bytes become pending (parse them with `process`; they are not
-        fast-forwarded unless new output arrives). Returns True if a replay was started."""
-        if not self._checkpoints or self.fidelity == "exact":
+        """If the screen is not exact, start replaying from a kept checkpoint, in a screen of
+        its own that replaces the shown one only once it is exact. The checkpoints are
+        considered newest first (the shortest replay): one whose tainted cells its bytes
+        cannot all write (their footprint, C speed) is passed over; a replay that still leaves
+        cells inexact moves on to an older one. `process` does the work, a bounded step at a
+        time; new output cancels it. Returns True if there is a replay to do."""
+        if self._replay is not None or self._choosing:
+            return True
+        if not self._checkpoints or self.fidelity == "exact" or self.pending_bytes:
             return False
-        cp = self._checkpoints[0]
-        self._screen.restore_state(cp.screen)
-        self._parser.state = cp.parser
-        self._decoder = _new_decoder()
-        self._decoder.setstate(cp.decoder)
-        self._pending = bytearray(cp.data)
-        self._dropped = None
-        self._provisional = None
-        self._skip_target = None
-        self.scrollback.truncate(cp.scrollback_total)
-        self._replaying = True
+        self._choosing = list(reversed(self._checkpoints))
+        self._cover = Footprint()
+        self._cover_end = 0
         self.resyncs += 1
-        # Newer checkpoints stay valid (their data is a suffix of this replay).
         return True
+
+    def _choose_step(self) -> None:
+        """Consider the next checkpoint (newest first): start its replay, or pass it over."""
+        screen = self._screen
+        cp = self._choosing.pop(0)
+        st = cp.screen
+        if st["lines"] != screen.lines or st["columns"] != screen.columns:
+            return
+        full = (1 << st["columns"]) - 1
+        blind = not (st["x_known"] and st["y_known"])
+        # The footprint of the bytes after this checkpoint, grown from the newer one's.
+        cover = self._cover
+        if not cover.every and len(cp.data) > self._cover_end:
+            c = st["cursor"]
+            delta = bytes(cp.data[:len(cp.data) - self._cover_end])
+            fp = footprint(delta, rows=st["lines"], cols=st["columns"],
+                           cursor=None if blind else (c.y, c.x), top=st["top"], bottom=st["bottom"],
+                           origin=st["origin"], autowrap=st["autowrap"], cache=FootprintCache())
+            if fp.every:
+                cover.every = True
+            else:
+                for y, mask in fp.rows.items():
+                    cover.rows[y] = cover.rows.get(y, 0) | mask
+        self._cover_end = len(cp.data)
+        if blind and st["_blind_dirty"]:
+            taint = {y: full for y in range(st["lines"])}  # everything, once the cursor is known
+        else:
+            taint = {y: row.taint for y, row in enumerate(st["buffer"]) if row.taint}
+        if taint and not cover.every and any(
+                (cover.rows.get(y, 0) | ~mask) & full != full for y, mask in taint.items()):
+            return  # some tainted cell the replay cannot write: it would end inexact
+        self._replay = _Replay(cp, self._settings, screen.lines, screen.columns)
+
+    def _go_on_replaying(self, deadline: float, t0: float) -> bool:
+        replay = self._replay
+        if replay is None:
+            self._choose_step()
+        elif replay.process(deadline):
+            self._replay = None
+            if not replay.screen.tainted():
+                self._adopt(replay)  # else an older checkpoint is considered next
+        self.longest_process = max(self.longest_process, time.perf_counter() - t0)
+        return self._replay is not None or bool(self._choosing)
+
+    def _adopt(self, replay: _Replay) -> None:
+        """An exact replay becomes the screen (its history replaces the lines numbered from
+        its checkpoint on)."""
+        shadow = replay.screen
+        shadow.changes = self._screen.changes + 1  # the render cache must see a change
+        self._screen, self._parser, self._decoder = shadow, replay.parser, replay.decoder
+        self.scrollback.truncate(replay.checkpoint.scrollback_total)
+        self._take_history()
+        self._replay = None
+        self._choosing = []
+        self._footprints.clear()
 
     # --- skipping -------------------------------------------------------------------------------
 
@@ -409,9 +501,9 @@ class ScreenKeeper:
         while True:
             if self._skip_target is None:
                 data = self._pending
-                sp = last_safe_point(data, self._screen.lines)
-                if sp is not None and sp.offset > 0 \
-                        and len(data) - sp.offset <= self._settings.screen_replay_bytes:
+                replay = self._settings.screen_replay_bytes
+                sp = last_safe_point(data, self._screen.lines, start=max(0, len(data) - replay))
+                if sp is not None and sp.offset > 0 and len(data) - sp.offset <= replay:
                     self._skip_target = [sp.offset, sp.kind]
                     self._begin_superseding(sp.kind)
                 elif len(data) > capacity:
@@ -424,6 +516,8 @@ class ScreenKeeper:
                 n = self._cap_history_lines(n)
                 self._skip(n, footprinted=target[1] is None)
                 target[0] -= n
+                if target[1] is None:
+                    self._maybe_checkpoint()
                 if target[0] and time.perf_counter() >= deadline:
                     return
             self._skip_target = None
@@ -461,13 +555,6 @@ class ScreenKeeper:
                 return n
         return pos + 1
 
-    def _take_checkpoint_now(self) -> None:
-        self._checkpoints.append(_Checkpoint(
-            screen=self._screen.copy_state(), parser=self._parser.state,
-            decoder=self._decoder.getstate(), scrollback_total=self.scrollback.total,
-            data=bytearray(self._pending)))
-        self.checkpoints_taken += 1
-        del self._checkpoints[:-2]
 
     def _begin_superseding(self, kind: str) -> None:
         """A skip to a safe point starts: the main screen's rows go to the history now (they
@@ -549,7 +636,7 @@ class ScreenKeeper:
         fp = footprint(data, rows=screen.lines, cols=screen.columns, cursor=cursor,
                        top=screen.top, bottom=screen.bottom, origin=screen.origin,
                        autowrap=screen.autowrap, cache=self._footprints)
-        carry = scan_carry(data)
+        carry = scan_carry(data, fp.runs)
         if carry.cursor == "unknown":
             self._lines_cursor(data, carry)
         self._history_from_skip(data, carry, fast_forwarded=True)
@@ -654,9 +741,8 @@ class ScreenKeeper:
         if isinstance(cursor, tuple):
             screen.cursor_position(cursor[1], cursor[2])
         elif cursor == "unknown":
-            screen.x_known = screen.y_known = False
+            screen.lose_cursor()
         screen.last_char = None
-        screen.changes += 1
 
     def _apply_drop(self) -> None:
         """The head of the pending buffer was dropped (`_append`): what those bytes did is
@@ -675,7 +761,7 @@ class ScreenKeeper:
         self._apply_carry(carry, taint=True)
         self._taint_touched(carry, was_alt)
         if carry.cursor is None:
-            screen.x_known = screen.y_known = False
+            screen.lose_cursor()
         self.jumps += 1
         self.blind_jumps += 1
         self._checkpoints = []
@@ -688,9 +774,11 @@ class ScreenKeeper:
         for buf in (screen.buffer, screen.main_buffer):
             if buf is not None:
                 screen.add_taint(None, buf)
-        screen.x_known = screen.y_known = False
+        screen.lose_cursor()
         screen.changes += 1
         self._checkpoints = []
+        self._replay = None
+        self._choosing = []
 
     # --- size ----------------------------------------------------------------------------------
 
@@ -726,6 +814,8 @@ class ScreenKeeper:
         else:
             screen.apply_resize(rows, cols, main, None, (cx, cy), None)
         self._checkpoints = []
+        self._replay = None
+        self._choosing = []
         self._footprints.clear()
         self._texts = []
 
@@ -788,7 +878,7 @@ class ScreenKeeper:
             self._texts = texts
         c = screen.cursor
         fidelity = self.fidelity
-        if fidelity == "exact" and self._footprints.units:
+        if fidelity == "exact" and self._footprints.positions:
             self._footprints.clear()
         meta = (
             screen.lines, screen.columns, min(c.y, screen.lines - 1), min(c.x, screen.columns - 1),

@@ -219,6 +219,7 @@ class VtScreen:
         self.tabs_known = True
         #: Whether the cursor position (x, y) and the attributes are known exactly.
         self.x_known = self.y_known = True
+        self._blind_mark = 0
         self.attrs_known = True
         #: The last printed character (for REP); None when the last thing was not printing.
         self.last_char: str | None = None
@@ -319,11 +320,28 @@ class VtScreen:
         return self.blind or any(row.taint for row in self.buffer)
 
     def cursor_known(self) -> None:
-        """The cursor was just placed absolutely: if it was unknown, whatever was written
-        meanwhile may be anywhere on the screen."""
-        if self.blind:
+        """The cursor was just placed absolutely."""
+        self._know(True, True)
+
+    def _know(self, x: bool, y: bool) -> None:
+        """The cursor's column and/or row became known. If that ends a blind spell in which
+        anything was written, what was written may be anywhere on the screen."""
+        was_blind = self.blind
+        if x:
+            self.x_known = True
+        if y:
+            self.y_known = True
+        if was_blind and not self.blind and self.changes != self._blind_mark:
             self.taint_visible()
-        self.x_known = self.y_known = True
+
+    def lose_cursor(self, x: bool = True, y: bool = True) -> None:
+        """The cursor's column and/or row are no longer known (skipped bytes moved it)."""
+        if not self.blind:
+            self._blind_mark = self.changes
+        if x:
+            self.x_known = False
+        if y:
+            self.y_known = False
 
     # --- scrolling primitives ---------------------------------------------------------------
 
@@ -392,7 +410,7 @@ class VtScreen:
 
     def carriage_return(self) -> None:
         self.cursor.x = 0
-        self.x_known = True
+        self._know(True, False)
         self.last_char = None
 
     def backspace(self) -> None:
@@ -415,7 +433,7 @@ class VtScreen:
         if c.x >= last:
             return
         if not self.tabs_known:
-            self.x_known = False
+            self.lose_cursor(True, False)
         x = c.x + 1
         stops = self.tabstops
         while x < last and x not in stops:
@@ -479,11 +497,11 @@ class VtScreen:
 
     def cursor_to_column(self, col: int) -> None:
         self._move(col - 1, None)
-        self.x_known = True
+        self._know(True, False)
 
     def cursor_to_line(self, row: int) -> None:
         self._move(None, row - 1)
-        self.y_known = True
+        self._know(False, True)
 
     def _move(self, x: int | None, y: int | None) -> None:
         c = self.cursor
@@ -501,7 +519,7 @@ class VtScreen:
         x = min(c.x, self.columns - 1)
         n = max(n, 1)
         if not self.tabs_known:
-            self.x_known = False
+            self.lose_cursor(True, False)
         while x > 0 and n > 0:
             x -= 1
             while x > 0 and x not in self.tabstops:
@@ -550,7 +568,7 @@ class VtScreen:
             self.cursor_known()
             self.attrs_known = True
         else:
-            self.x_known = self.y_known = False
+            self.lose_cursor()
             self.attrs_known = False
         self.last_char = None
 
@@ -901,7 +919,7 @@ class VtScreen:
     def _enter_alt(self, *, save_cursor: bool) -> None:
         if self.alt_screen:
             return  # tmux: already on the alternate screen, nothing happens
-        if self.blind:
+        if self.blind and self.changes != self._blind_mark:
             self.taint_visible()  # written blind before it is put aside
         c = self.cursor
         if save_cursor:
@@ -921,7 +939,7 @@ class VtScreen:
             if s.known:
                 self.cursor_known_if_main()
             else:
-                self.x_known = self.y_known = False
+                self.lose_cursor()
         if self.alt_screen:
             self.buffer = self._main if self._main is not None else [blank_row(self.columns)] * self.lines
             self._main = None
@@ -1142,11 +1160,12 @@ class VtScreen:
         state["scrolled_off"] = []
         state["scrolled_off_blind"] = []
         state["_char_caches"] = {}
+        state["_blind_dirty"] = self.changes != self._blind_mark
         self.work += 2 * self.lines
         return state
 
     def restore_state(self, state: dict) -> None:
-        work = self.work
+        work, live_changes = self.work, self.changes
         self.__dict__.update(state)
         self.buffer = list(state["buffer"])
         self._main = None if state["_main"] is None else list(state["_main"])
@@ -1156,7 +1175,10 @@ class VtScreen:
         self.scrolled_off_blind = []
         self._char_caches = {}
         self.work = work + 2 * self.lines
-        self.changes += 1
+        changes = self.changes = live_changes + 1  # never back: the keeper renders on change
+        # Whether something was written in a blind spell the checkpoint was taken in.
+        self._blind_mark = changes - 1 if state["_blind_dirty"] else changes
+        del self.__dict__["_blind_dirty"]
 
 def row_used(row: Row) -> bool:
     """Whether a row holds anything but default blanks (tmux's `cellused != 0`, close

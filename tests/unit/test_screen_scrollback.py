@@ -85,17 +85,23 @@ def test_lines_skipped_by_a_fast_forward_are_plain_and_marked():
     assert not page.lines[-1].fast_forwarded and page.lines[-1].ansi == "\x1b[0;32mline 49995\x1b[0m"
 
 
-def test_a_replay_does_not_duplicate_lines():
-    k = ScreenKeeper(5, 30)
+def test_a_replay_renumbers_the_history_it_replays_without_duplicates():
+    """Skipped frames leave the history inexact (the rows the skip pushed were stale); the
+    replay to exact replaces the lines from its checkpoint on with the exact ones — the
+    same history as a keeper that parsed every byte — and says so with a new epoch."""
     frames = b"".join(b"\x1b[%d;1Hframe %d" % (i % 5 + 1, i) for i in range(20000))
     data = b"".join(b"log %d\r\n" % i for i in range(20)) + frames + b"\x1b[5;1H\r\nend\r\n"
+    reference = fed(data, rows=5, cols=30)
+    k = ScreenKeeper(5, 30)
     for i in range(0, len(data), 4096):
         k.feed(data[i:i + 4096])
         k.process(0.0005, backlog_seconds=0.001)
     drain(k, backlog=0.001)
-    before = texts(k)
-    if k.resync():
-        drain(k, backlog=0.001)
+    epoch = k.scrollback_tail(0).epoch
+    assert k.skipped_bytes > 0 and k.resync() is True
+    drain(k, backlog=0.001)
     after = k.scrollback_tail(1000)
-    assert [line.text for line in after.lines] == before
-    assert after.total == len(before)
+    assert k.snapshot().fidelity == "exact"
+    assert [line.text for line in after.lines] == texts(reference) == [f"log {i}" for i in range(16)] + [
+        "frame 19995", "frame 19996"]
+    assert after.total == 18 and after.epoch > epoch
