@@ -13,6 +13,10 @@ Where the parsing runs — the trio thread, in slices — and why:
 - The ingest path never waits: `feed()` is synchronous, O(bytes) with C-speed work only,
   and just sets an event. When parsing cannot keep up the keeper fast-forwards instead of
   growing a queue.
+- Once output has been idle for `screen_idle_seconds` (20 ms: a flood's reads come every
+  few ms), the share rises to `screen_quiet_cpu_budget` (80 %): there is no ingest of this
+  screen to starve, and catching up is what stands between the end of a flood and an
+  exact screen (issue 17: within 1 s).
 
 Quiet: when no byte has arrived for `screen_quiet_exact_seconds` and the screen is up to
 date, the task asks the keeper to `resync()` (exact re-render from its checkpoint when it
@@ -40,7 +44,8 @@ class ScreenTask:
 
     Args:
         keeper: the keeper to drive (the task is its only user from now on).
-        settings: `screen_cpu_budget`, `screen_slice_seconds`, `screen_quiet_exact_seconds`.
+        settings: `screen_cpu_budget`, `screen_quiet_cpu_budget`, `screen_idle_seconds`,
+            `screen_slice_seconds`, `screen_quiet_exact_seconds`.
         on_snapshot: called (synchronously, in the trio thread) when the revision changes,
             at most once per slice, and once with quiet=True after output goes quiet. It must
             not block; exceptions from it propagate and end the task.
@@ -114,7 +119,7 @@ class ScreenTask:
                 while more:
                     self._wake = trio.Event()
                     t0 = time.perf_counter()
-                    more = self.keeper.process(slice_s)
+                    more = self.keeper.process(slice_s, idle=self._idle())
                     spent = time.perf_counter() - t0
                     self._publish(quiet=False)
                     self.longest_hold = max(self.longest_hold, time.perf_counter() - t0)
@@ -148,11 +153,12 @@ class ScreenTask:
             else:
                 await self._wake.wait()
 
+    def _idle(self) -> bool:
+        return trio.current_time() - self._last_feed >= self._settings.screen_idle_seconds
+
     def _share(self) -> float:
         settings = self._settings
-        if trio.current_time() - self._last_feed >= settings.screen_quiet_exact_seconds:
-            return settings.screen_quiet_cpu_budget
-        return settings.screen_cpu_budget
+        return settings.screen_quiet_cpu_budget if self._idle() else settings.screen_cpu_budget
 
     async def settle(self) -> ScreenSnapshot:
         """Bring the screen fully up to date — parsed, and replayed to exact if it skipped —
@@ -162,7 +168,7 @@ class ScreenTask:
         for replay in (False, True):
             if replay and not self.keeper.resync():
                 break
-            while self.keeper.process(slice_s):
+            while self.keeper.process(slice_s, idle=True):
                 self._publish(quiet=False)
                 await trio.lowlevel.checkpoint()
         self._publish(quiet=False)

@@ -6,14 +6,23 @@ and its interpreted work is bounded by the number of *distinct* sequences seen, 
 the number of bytes.
 
 - `last_safe_point`: where to restart parsing so that the visible screen follows from the
-  bytes after it (a reset, a clear with the cursor placed just before it, an alternate screen
-  switch, or `rows` complete lines that scroll every older cell away).
+  bytes after it (a reset, a clear with the cursor placed just before it, DECALN, an
+  alternate screen switch, or `rows` complete lines — no motion or screen switch among
+  them — that scroll every older cell away).
 - `scan_carry` → `Carry`: the state the skipped bytes leave behind, exactly or marked
   unknown — modes (alternate screen, bracketed paste, cursor visibility, autowrap, origin,
   insert, newline), the title, the scroll region, the character sets, the SGR attributes
   (exact: SGR parameters are absolute setters, so folding the distinct SGR sequences in the
   order of their last occurrence gives the same attributes as applying all of them), and
-  the cursor when an absolute positioning is the last thing that moved it.
+  the cursor when an absolute positioning is the last thing that moved it. Restores are
+  followed: a save … restore pair (DECSC/DECRC, SCOSC/SCORC; 1049h/1049l) brings back
+  what the save saw, so attributes, position (and for DECRC, character sets and origin
+  mode) follow from the bytes with each restored stretch taken out (`_restore_chain`),
+  starting from where they started, from the defaults after RIS, or from a save made
+  before the bytes (`Carry.base`).
+- `follow_lines`: where line output leaves a cursor whose row was known — at the bottom
+  margin once enough line feeds came — so a log under a status line (save, position, draw,
+  restore, line) keeps a known cursor across skips.
 - `Footprint`: the cells a run of skipped bytes may have written, when the run is the usual
   cursor-addressed TUI output (positioning, attributes, text, erase-in-line); anything else
   counts as "every cell". The keeper marks those cells tainted; they become exact again when
@@ -25,6 +34,7 @@ the number of bytes.
 
 from __future__ import annotations
 
+import bisect
 import re
 from dataclasses import dataclass, field
 
@@ -34,12 +44,34 @@ _ALT = (b"1049", b"1047", b"47")
 
 #: Sequences after which "the last `rows` lines" no longer describe the screen: cursor moves
 #: up/absolute (CUU, CUP, HVP, VPA, CPL, DECSTBM, RI, DECRC/SCORC), line insert/delete, scroll.
-MOTION = re.compile(rb"\x1b\[[0-9;?]*[AFHfdrLMST]|\x1b[M8]|\x1b\[u")
+#: (One literal ESC in front: the regex engine then skips to each ESC at C speed.)
+MOTION = re.compile(rb"\x1b(?:\[[0-9;?]*[AFHfdrLMSTu]|[M8])")
 #: A cursor positioning right before a clear makes the clear a safe point with a known cursor.
 _CUP_BEFORE = re.compile(rb"\x1b\[[0-9;]*[Hf]\Z")
 
-#: The CSIs a carry follows: SGR, DEC private and ANSI modes, DECSTBM.
-_CARRIED_CSI = re.compile(rb"\x1b\[(?:[0-9;:]*m|\??[0-9;]*[hl]|[0-9;]*r)")
+#: A save … restore pair with no other save inside (the restore answers the nearest save).
+#: (Unrolled: runs without ESC go at C speed, each ESC is looked at once.)
+_SAVE_RESTORE = re.compile(rb"(?:\x1b7|\x1b\[s)[^\x1b]*(?:\x1b(?!7|8|c|\[s|\[u)[^\x1b]*)*(?:\x1b8|\x1b\[u)")
+#: The same, with no screen switch inside either (for `_restore_chain`, which follows those).
+_SAVE_RESTORE_PLAIN = re.compile(
+    rb"(?:\x1b7|\x1b\[s)[^\x1b]*(?:\x1b(?!7|8|c|\[s|\[u|\[\?(?:[0-9;]*;)?(?:47|1047|1049)[;hl])[^\x1b]*)*"
+    rb"(?:\x1b8|\x1b\[u)")
+
+
+def _strip_pairs(data: bytes, pairs: re.Pattern) -> bytes:
+    """`data` with each save … restore pair (RIS and, for `_SAVE_RESTORE_PLAIN`, screen
+    switches not inside) replaced by a bare save: the restore brings back what the save saw,
+    and the save stays in force for a later restore. Repeated while a restore meets the
+    save left before it."""
+    while True:
+        stripped = pairs.sub(b"\x1b7", data)
+        if len(stripped) == len(data) or (b"\x1b8" not in stripped and b"\x1b[u" not in stripped):
+            return stripped
+        data = stripped
+#: Every sequence a carry follows, for one pass: SGR, DEC private and ANSI modes, DECSTBM,
+#: TBC and SCOSC (CSI); character set designations, DECSC, HTS, a title's start (ESC). (SO
+#: and SI are found by memrchr: in the pattern they would cost the regex its literal prefix.)
+_CARRIED = re.compile(rb"\x1b(?:\[(?:[0-9;:]*m|\??[0-9;]*[hlr]|[0-9]*g|s)|[()][0-9A-Za-z]|[7H]|\][02];)")
 _ALT_SWITCH = re.compile(rb"\x1b\[\?(?:[0-9;]*;)?(?:1049|1047|47)(?:;[0-9;]*)?[hl]")
 _TITLE = re.compile(rb"\x1b\][02];[^\x07\x1b]{0,4096}(?:\x07|\x1b\\)")
 _CUP = re.compile(rb"\x1b\[([0-9]*)(?:;([0-9]*))?[Hf]")
@@ -48,8 +80,7 @@ _CUP = re.compile(rb"\x1b\[([0-9]*)(?:;([0-9]*))?[Hf]")
 #: for IL/DL/ICH/DCH/ECH/ED/EL/SU/SD), BEL, SO/SI.
 _NEUTRAL_TAIL = re.compile(
     rb"(?:\x1b\[[0-9;:]*m|\x1b\[\?(?!(?:[0-9;]*;)?(?:3|6|47|1047|1049)(?:;|[hl]))[0-9;]*[hl]"
-    rb"|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[()][0-9A-Za-z]|\x1b\[[0-9;]*[JKXPLM@ST]|[\x07\x0e\x0f])*\Z")
-_TABS = re.compile(rb"\x1bH|\x1b\[[0-9]*g")
+    rb"|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[()][0-9A-Za-z]|\x1b7|\x1b\[[0-9;]*[JKXPLM@ST]|[\x07\x0e\x0f])*\Z")
 #: Distinct SGR sequences folded exactly; past this many the attributes count as unknown.
 _SGR_DISTINCT_MAX = 512
 #: Modes the carry tracks (DEC private; 47/1047/1049 are handled as switches).
@@ -66,6 +97,8 @@ class Carry:
 
     reset: bool = False
     alt: bool | None = None
+    #: The screen shown when the last reset came (set by a switch before it), if any.
+    alt_at_reset: bool | None = None
     alt_switches: int = 0
     #: Bytes scanned, and (start, end, on) of each alternate-screen switch, so the keeper can
     #: tell whether any skipped byte fell while the main screen was visible.
@@ -85,133 +118,260 @@ class Carry:
     #: Where the skipped bytes leave the cursor: ("at", row, col) 1-based from an absolute
     #: positioning, "unknown", or None when they hold nothing that moves it.
     cursor: tuple | str | None = None
+    #: A restore (DECRC, SCORC) of what was saved before these bytes: character sets and
+    #: origin mode come back from it (and `base` says where the attributes come from).
+    restored: bool = False
+    #: Where the attributes and position that `sgr` and `cursor` apply to come from: "start"
+    #: (where the bytes began), "reset" (defaults, home: RIS), "saved" (restored from the
+    #: DECSC save made before the bytes), "alt_saved" (from the 1049h save before them).
+    base: str = "start"
+    #: What the last 1049h entered from the main screen saved, if one did: "unknown", or
+    #: (base, sgr_reset, sgr, sgr_exact, cursor) as for the fields above, at that point.
+    alt_save: tuple | str | None = None
+    #: The bytes the attributes, character sets and cursor follow from: the whole bytes but
+    #: for save … restore pairs (and everything before an unmatched restore).
+    state: bytes = b""
     saved_unknown: bool = False
     tabs_unknown: bool = False
-
-    def merge(self, later: "Carry") -> None:
-        """Fold `later` (skipped after self) into self."""
-        if later.reset:
-            length = self.length
-            self.__dict__.update(Carry(reset=True, length=length).__dict__)
-        for name in ("alt", "title", "margins", "g0", "g1", "shift"):
-            value = getattr(later, name)
-            if value is not None:
-                setattr(self, name, value)
-        self.modes.update(later.modes)
-        self.alt_switches += later.alt_switches
-        self.switches = (self.switches + [(a + self.length, b + self.length, on)
-                                          for a, b, on in later.switches])[-_SWITCHES_KEPT:]
-        self.length += later.length
-        if later.sgr_reset:
-            self.sgr = list(later.sgr)
-            self.sgr_reset = True
-            self.sgr_exact = later.sgr_exact
-        elif later.sgr:
-            # Distinct sequences, last occurrence last.
-            seen = set(later.sgr)
-            self.sgr = [s for s in self.sgr if s not in seen] + later.sgr
-            self.sgr_exact = self.sgr_exact and later.sgr_exact and len(self.sgr) <= _SGR_DISTINCT_MAX
-        if later.cursor is not None:
-            self.cursor = later.cursor
-        self.saved_unknown = self.saved_unknown or later.saved_unknown
-        self.tabs_unknown = self.tabs_unknown or later.tabs_unknown
 
 
 #: Alternate-screen switches remembered per skip; past this, the main screen counts as touched.
 _SWITCHES_KEPT = 64
 
 
-def _distinct_last(data: bytes, regex: re.Pattern) -> list[tuple[int, bytes]]:
-    """(offset of its last occurrence, sequence) for each distinct match of `regex` (which
-    has no groups), oldest first: findall, set and rfind run at C speed; the interpreted
-    work is per distinct sequence."""
-    return sorted((data.rfind(w), w) for w in set(regex.findall(data)))
+def _distinct_last(data: bytes, regex: re.Pattern) -> list[bytes]:
+    """Each distinct match of `regex` (which has no groups), ordered by its last occurrence:
+    one findall, and a dict built at C speed (a later occurrence overwrites the index of an
+    earlier one), so the interpreted work is per distinct sequence."""
+    found = regex.findall(data)
+    last = dict(zip(found, range(len(found))))
+    return sorted(last, key=last.__getitem__)
 
 
-def scan_carry(data: bytes | bytearray | memoryview, runs: set[bytes] | None = None) -> Carry:
-    """The state changes in `data`, in order (later wins). `runs`, if given, are the distinct
-    pieces of `data` between its cursor positionings (a footprint's): the carried sequences
-    are then looked for in those few pieces instead of all of `data`."""
+def scan_carry(data: bytes | bytearray | memoryview, runs: set[bytes] | None = None, *,
+               was_alt: bool = False, alt_saved: bool = True) -> Carry:
+    """The state changes in `data`, in order (later wins): one regex pass for every carried
+    sequence. `runs`, if given, are the distinct pieces of `data` between its cursor
+    positionings (a footprint's): the carried sequences are then looked for in those few
+    pieces instead of all of `data`. `was_alt`: the alternate screen is shown before `data`;
+    `alt_saved`: a 1049h saved a cursor before `data` (else a 1049l restores nothing)."""
     data = bytes(data)
     carry = Carry(length=len(data))
     if b"\x1b" not in data:  # memchr: plain text changes no mode
-        carry.cursor = _cursor_after(data)
         shift = max(data.rfind(b"\x0e"), data.rfind(b"\x0f"))
         if shift >= 0:
             carry.shift = data[shift] == 0x0e
+        carry.cursor = _cursor_after(data)
+        carry.state = data
         return carry
+    whole = data
     reset = data.rfind(_RESET)
     if reset >= 0:
+        # RIS resets everything but the title and the screen shown (tmux keeps the alternate
+        # screen): those come from the bytes before it too.
         carry.reset = True
         head_title = _last_title(data[:reset])
         data = data[reset + len(_RESET):]
-        carry.length = len(data) + reset + len(_RESET)
-        offset = reset + len(_RESET)
     else:
         head_title = None
-        offset = 0
-    for m in _ALT_SWITCH.finditer(data):
-        params = m.group()[3:-1].split(b";")
-        on = m.group()[-1:] == b"h"
-        if any(p in _ALT for p in params):
-            carry.alt = on
-            carry.alt_switches += 1
-            if len(carry.switches) < _SWITCHES_KEPT:
-                carry.switches.append((m.start() + offset, m.end() + offset, on))
-    # One pass for every CSI the carry follows (SGR, modes, margins), distinct ones only.
-    if runs is not None and not carry.reset:
-        found = set()
-        for run in runs:
-            if b"\x1b[" in run:
-                found.update(_CARRIED_CSI.findall(run))
-        csis = sorted((data.rfind(seq), seq) for seq in found)
+    # A restore brings back the position, attributes, character sets and origin mode of the
+    # save: for those, a save … restore pair is as if it were not there, and what comes
+    # before an unmatched restore (of a save before these bytes) does not count.
+    state = data
+    paired = b"\x1b8" in data or b"\x1b[u" in data
+    # Without screen switches both kinds of pair are the same: strip them once.
+    plain_pairs = paired and reset < 0 and not _switched_any(data)
+    if paired:
+        state = _strip_pairs(data, _SAVE_RESTORE)
+        restore = max(state.rfind(b"\x1b8"), state.rfind(b"\x1b[u"))
+        if restore >= 0:
+            carry.restored = True
+            state = state[restore + (2 if state[restore + 1] == 0x38 else 3):]
+        runs = None
+    # The attributes and the position: from where the last restore brings them back.
+    chain = _restore_chain(state if plain_pairs and not carry.restored else whole, was_alt=was_alt,
+                           alt_saved=alt_saved)
+    unknown_attrs = chain is None
+    if chain is None:
+        attr_state = b""
+        if b"\x1b[?1049h" in whole:
+            carry.alt_save = "unknown"
     else:
-        csis = _distinct_last(data, _CARRIED_CSI)
-    sgrs = [(pos, seq) for pos, seq in csis if seq.endswith(b"m")]
-    for _, seq in csis:
-        final = seq[-1:]
-        if final not in b"hl":
-            continue
-        on = final == b"h"
-        private = seq[2:3] == b"?"
-        table = _TRACKED_PRIVATE if private else _TRACKED_ANSI
-        for p in seq[3 if private else 2:-1].split(b";"):
-            name = table.get(p)
-            if name is not None:
-                carry.modes[name] = on
-    title = _last_title(data) if b"\x1b]" in data else None
-    carry.title = title if title is not None else head_title
-    margins = [seq for _, seq in csis if seq.endswith(b"r")]
-    if margins:
-        top, _, bottom = margins[-1][2:-1].partition(b";")
-        carry.margins = (int(top or 0), int(bottom or 0))
-    g0 = max((data.rfind(b"\x1b(" + f), f) for f in (b"0", b"B"))
-    if g0[0] >= 0:
-        carry.g0 = g0[1]
-    g1 = max((data.rfind(b"\x1b)" + f), f) for f in (b"0", b"B"))
-    if g1[0] >= 0:
-        carry.g1 = g1[1]
-    shift = max(data.rfind(b"\x0e"), data.rfind(b"\x0f"))
+        attr_state, carry.base, stripped, alt_save_at = chain
+        if alt_save_at is not None:
+            sub = _restore_chain(stripped[:alt_save_at], was_alt=was_alt, alt_saved=alt_saved)
+            if sub is None:
+                carry.alt_save = "unknown"
+            else:
+                carry.alt_save = (sub[1], *_sgr_fold(sub[0]), _cursor_after(sub[0]))
+    carry.state = attr_state
+    if runs is not None and not carry.reset:
+        found: set[bytes] = set()
+        for run in runs:
+            found.update(_CARRIED.findall(run))
+        seqs = sorted(found, key=data.rfind)  # few: the distinct pieces' distinct sequences
+    else:
+        seqs = _distinct_last(data, _CARRIED)
+    state_seqs = seqs if state is data else _distinct_last(state, _CARRIED)
+    attr_seqs = state_seqs if attr_state is state else _distinct_last(attr_state, _CARRIED)
+    switched = titled = False
+    for seq in seqs:
+        kind = seq[1:2]
+        if kind == b"[":
+            final = seq[-1:]
+            if final in b"hl":
+                on = final == b"h"
+                private = seq[2:3] == b"?"
+                table = _TRACKED_PRIVATE if private else _TRACKED_ANSI
+                for p in seq[3 if private else 2:-1].split(b";"):
+                    name = table.get(p)
+                    if name is not None and name != "origin":
+                        carry.modes[name] = on
+                    elif private and p in _ALT:
+                        switched = True
+            elif final == b"r":
+                top, _, bottom = seq[2:-1].partition(b";")
+                carry.margins = (int(top or 0), int(bottom or 0))
+            elif final == b"g":
+                carry.tabs_unknown = True
+            elif final == b"s":  # SCOSC
+                carry.saved_unknown = True
+        elif kind == b"]":
+            titled = True
+        elif seq == b"\x1b7":
+            carry.saved_unknown = True
+        elif seq == b"\x1bH":
+            carry.tabs_unknown = True
+    # What a restore brings back, from the bytes it leaves in force.
+    sgrs = [seq for seq in attr_seqs if seq[-1:] == b"m" and seq[1:2] == b"["]
+    for seq in state_seqs:
+        kind = seq[1:2]
+        if kind == b"[":
+            final = seq[-1:]
+            if final in b"hl" and seq[2:3] == b"?":
+                for p in seq[3:-1].split(b";"):
+                    if p == b"6":
+                        carry.modes["origin"] = final == b"h"
+        elif kind == b"(":
+            if seq[2:] in b"0B":
+                carry.g0 = seq[2:]
+        elif kind == b")":
+            if seq[2:] in b"0B":
+                carry.g1 = seq[2:]
+    shift = max(state.rfind(b"\x0e"), state.rfind(b"\x0f"))
     if shift >= 0:
-        carry.shift = data[shift] == 0x0e
-    # SGR: the last reset, then the distinct sequences after it by last occurrence.
-    last_reset = max(data.rfind(b"\x1b[m"), data.rfind(b"\x1b[0m"))
-    if last_reset >= 0 or carry.reset:
-        carry.sgr_reset = True
-    carry.sgr = [seq[2:-1] for pos, seq in sgrs if pos > last_reset]
-    if len(sgrs) > _SGR_DISTINCT_MAX:
+        carry.shift = state[shift] == 0x0e
+    if switched or (reset > 0 and _ALT_SWITCH.search(whole, 0, reset) is not None):
+        alt_now = was_alt
+        for m in _ALT_SWITCH.finditer(whole):
+            params = m.group()[3:-1].split(b";")
+            on = m.group()[-1:] == b"h"
+            if any(p in _ALT for p in params):
+                alt_now = carry.alt = on
+                if m.start() < reset:
+                    carry.alt_at_reset = on
+                carry.alt_switches += 1
+                if len(carry.switches) < _SWITCHES_KEPT:
+                    carry.switches.append((m.start(), m.end(), on))
+    title = _last_title(data) if titled else None
+    carry.title = title if title is not None else head_title
+    carry.sgr_reset, carry.sgr, carry.sgr_exact = _sgr_from(sgrs)
+    if unknown_attrs and not carry.sgr_reset:
         carry.sgr_exact = False
-    carry.cursor = _cursor_after(data)
-    carry.saved_unknown = data.find(b"\x1b7") >= 0 or data.find(b"\x1b[s") >= 0
-    carry.tabs_unknown = data.find(b"\x1bH") >= 0 or (b"g" in data and _TABS.search(data) is not None)
+    carry.cursor = _cursor_after(attr_state)
+    if unknown_attrs and carry.cursor is None:
+        carry.cursor = "unknown"  # where a 1049l put it
     return carry
+
+
+#: What restores or resets the cursor and attributes, and what switches screens (saves are
+#: looked for with rfind from the restores: there may be one a line).
+_SLOT_EVENTS = re.compile(rb"\x1b[8c]|\x1b\[u|\x1b\[\?(?:[0-9;]*;)?(?:1049|1047|47)(?:;[0-9;]*)?[hl]")
+#: Restores and resets one skip follows (after save … restore pairs are taken out) before
+#: calling the attributes unknown.
+_SLOT_EVENTS_MAX = 20000
+
+
+_SGR = re.compile(rb"\x1b\[[0-9;:]*m")
+
+
+def _sgr_from(sgrs: list[bytes]) -> tuple[bool, list[bytes], bool]:
+    """(reset, parameter strings to apply after it, exact) from the distinct SGR sequences
+    in the order of their last occurrence: the last reset, then the ones after it."""
+    resets = [i for i, seq in enumerate(sgrs) if seq in (b"\x1b[m", b"\x1b[0m")]
+    after = sgrs[resets[-1] + 1 if resets else 0:]
+    return bool(resets), [seq[2:-1] for seq in after], len(sgrs) <= _SGR_DISTINCT_MAX
+
+
+def _sgr_fold(data: bytes) -> tuple[bool, list[bytes], bool]:
+    return _sgr_from(_distinct_last(data, _SGR))
+
+
+def _switched_any(data: bytes) -> bool:
+    return b"\x1b[?" in data and _ALT_SWITCH.search(data) is not None
+
+
+def _restore_chain(data: bytes, *, was_alt: bool, alt_saved: bool) -> tuple | None:
+    """The bytes the attributes and the cursor position follow from, and what they start
+    from ("start", "reset", "saved", "alt_saved": Carry.base). A restore brings back what
+    its save saw, so from the end, each restore jumps back to its save: DECRC/SCORC to the
+    last DECSC/SCOSC (RIS resets that save to the defaults), 1049l to the last 1049h made
+    from the main screen (tmux: a 1049l restores even off the alternate screen; RIS keeps
+    that save). The chain ends at the start of `data`, at a RIS, or at a save made before
+    `data`. Returns (bytes, base, `data` with save … restore pairs stripped, where in it the
+    last 1049h that saved is or None); None past `_SLOT_EVENTS_MAX` saves and restores."""
+    if b"\x1b8" in data or b"\x1b[u" in data:
+        data = _strip_pairs(data, _SAVE_RESTORE_PLAIN)
+    alt_save_at = None
+    events: list[tuple[int, int, object]] = []  # restores and resets: (start, end, target)
+    alt = was_alt
+    alt_slot: object = "alt_saved" if alt_saved else None
+    last_reset = -1
+    for m in _SLOT_EVENTS.finditer(data):
+        g, at = m.group(), m.start()
+        if g == b"\x1bc":
+            events.append((at, m.end(), "reset"))
+            last_reset = at
+        elif g in (b"\x1b8", b"\x1b[u"):
+            save = max(data.rfind(b"\x1b7", 0, at), data.rfind(b"\x1b[s", 0, at))
+            target = save if save > last_reset else "reset" if last_reset >= 0 else "saved"
+            events.append((at, m.end(), target))
+        else:
+            params = g[3:-1].split(b";")
+            on = g[-1:] == b"h"
+            if b"1049" in params:
+                if on and not alt:
+                    alt_slot = alt_save_at = at
+                elif not on and alt_slot is not None:
+                    events.append((at, m.end(), alt_slot))
+            alt = on
+        if len(events) > _SLOT_EVENTS_MAX:
+            return None
+    if not events:
+        return data, "start", data, alt_save_at
+    starts = [e[0] for e in events]
+    ranges = []
+    end = len(data)
+    base = "start"
+    i = len(events) - 1
+    while i >= 0:
+        _, stop, target = events[i]
+        ranges.append((stop, end))
+        if isinstance(target, str):
+            base = target  # "reset" (RIS, or a restore of what RIS reset), "saved", "alt_saved"
+            break
+        end = target
+        i = bisect.bisect_left(starts, target) - 1
+    else:
+        ranges.append((0, end))
+    return b"".join(data[a:b] for a, b in reversed(ranges)), base, data, alt_save_at
 
 
 def _last_title(data: bytes) -> str | None:
     titles = _distinct_last(data, _TITLE)
     if not titles:
         return None
-    seq = titles[-1][1]
+    seq = titles[-1]
     body = seq[4:-1] if seq.endswith(b"\x07") else seq[4:-2]
     return body.decode("utf-8", "replace")
 
@@ -230,6 +390,68 @@ def _cursor_after(data: bytes) -> tuple | str | None:
     return ("at", int(last.group(1) or 1) or 1, int(last.group(2) or 1) or 1)
 
 
+#: What makes counting line feeds say nothing about the row (besides cursor motion and
+#: scroll margins): origin mode, column mode and screen switches, reset, DECALN, IND/NEL/RI,
+#: VT and FF.
+_LINES_BREAK_ESC = re.compile(rb"\x1b(?:\[\?(?:[0-9;]*;)?(?:3|6|47|69|1047|1049)(?:;[0-9;]*)?[hl]|[cDEM]|#8)")
+
+
+def lines_break(data: bytes, start: int = 0) -> bool:
+    """Whether `data[start:]` holds something that makes counting line feeds say nothing
+    about the row (VT and FF by memchr, the rest by one regex with a literal start)."""
+    return (data.find(b"\x0b", start) >= 0 or data.find(b"\x0c", start) >= 0
+            or _LINES_BREAK_ESC.search(data, start) is not None)
+_DECSTBM = re.compile(rb"\x1b\[([0-9]*)(?:;([0-9]*))?r")
+#: What leaves the cursor where it is within a line: attributes, modes, strings, charsets.
+_IN_LINE_NEUTRAL = re.compile(rb"\x1b\[[0-9;:]*m|\x1b\[\?[0-9;]*[hl]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)"
+                              rb"|\x1b[()][0-9A-Za-z]|\x1b7")
+_NOT_TEXT = bytes(range(0x20)) + bytes(range(0x7f, 0x100))
+
+
+def follow_lines(state: bytes, data: bytes, y: int | None, *, top: int, bottom: int, rows: int,
+                 cols: int) -> tuple[int, int] | None:
+    """Where line output leaves a cursor that was on row `y` (0-based; None if unknown):
+    with no cursor motion but line feeds in `state` (the carry's: save … restore pairs
+    taken out, as they bring the cursor back) and enough of them to reach the bottom margin
+    — or the last row, from below the margins — the cursor is there whatever the lines
+    held, wraps included. A scroll region set in the bytes homes the cursor: the count then
+    starts there, with its margins. The column is known when the last line starts with a
+    CR and holds only ASCII text. None when this cannot be told (`data`, the whole bytes,
+    switches origin mode or screens, sets margins inside a save … restore pair, ...)."""
+    if b"\n" not in state or lines_break(data):
+        return None  # (no line feed at all: cursor-addressed output, the usual case here)
+    margins = None
+    for margins in _DECSTBM.finditer(state):
+        pass
+    if margins is not None:
+        if data.count(b"r") != state.count(b"r") and len(_DECSTBM.findall(data)) != len(_DECSTBM.findall(state)):
+            return None  # margins set inside a save … restore pair
+        top = min((int(margins[1] or 1) or 1) - 1, rows - 1)
+        bottom = min((int(margins[2] or rows) or rows) - 1, rows - 1)
+        if top >= bottom:
+            return None  # refused: the cursor did not move
+        y = 0
+        state = state[margins.end():]
+    elif y is None or data.count(b"r") != state.count(b"r") and _DECSTBM.search(data) is not None:
+        return None
+    limit = bottom if y <= bottom else rows - 1
+    n = state.count(b"\n")
+    if y + n < limit or MOTION.search(state) is not None:
+        return None
+    last = state.rfind(b"\n")
+    tail = _IN_LINE_NEUTRAL.sub(b"", state[last + 1:])
+    cr = tail.rfind(b"\r")
+    if cr >= 0:
+        text = tail[cr + 1:]
+    elif last > 0 and state[last - 1] == 0x0d:
+        text = tail
+    else:
+        return None
+    if len(text) >= cols or text.translate(None, _NOT_TEXT) != text:
+        return None
+    return limit, len(text)
+
+
 def main_touched(carry: Carry, was_alt: bool) -> bool:
     """Whether any skipped byte may have drawn on the main screen, given the screen state
     (`was_alt`) where the skip began. Conservative when switches were not all recorded."""
@@ -243,27 +465,10 @@ def main_touched(carry: Carry, was_alt: bool) -> bool:
     return not alt and carry.length > pos
 
 
-def main_touched_before_enter(carry: Carry, was_alt: bool) -> bool:
-    """Whether the main screen (and so its cursor) may have changed before the last switch
-    to the alternate screen in the skipped bytes — then the cursor that switch saved is
-    unknown."""
-    enters = [i for i, (_, _, on) in enumerate(carry.switches) if on]
-    if not enters or len(carry.switches) < carry.alt_switches or carry.reset:
-        return True
-    alt, pos = was_alt, 0
-    for i, (start, end, on) in enumerate(carry.switches):
-        if i > enters[-1]:
-            break
-        if not alt and start > pos:
-            return True
-        alt, pos = on, end
-    return False
-
-
 @dataclass(frozen=True)
 class SafePoint:
     offset: int  #: where parsing restarts (the start of the sequence, or of the line)
-    kind: str  #: "reset" | "clear" | "alt" | "leave" | "lines"
+    kind: str  #: "reset" | "clear" | "align" | "alt" | "leave" | "lines"
 
 
 def last_safe_point(data: bytes | bytearray, rows: int, end: int | None = None,
@@ -278,6 +483,7 @@ def last_safe_point(data: bytes | bytearray, rows: int, end: int | None = None,
             best = SafePoint(offset, kind)
 
     consider(data.rfind(_RESET, start, end), "reset")
+    consider(data.rfind(b"\x1b#8", start, end), "align")  # DECALN: every cell an E
     clear = data.rfind(_CLEAR, start, end)
     if clear >= 0:
         # `clear` (and most programs) home the cursor just before: restart there, so the
@@ -299,10 +505,22 @@ def last_safe_point(data: bytes | bytearray, rows: int, end: int | None = None,
                 break
         else:
             start = pos + 1
+            # (A screen switch among the lines would leave part of the other screen as it was.)
             if (best is None or start > best.offset) and pos > 0 and data[pos - 1] == 0x0d \
-                    and MOTION.search(data, start, end) is None:
+                    and MOTION.search(data, start, end) is None \
+                    and _ALT_SWITCH.search(data, start, end) is None:
                 consider(start, "lines")
     return best
+
+
+#: The sequence a safe point other than "lines" starts with (a clear with the positioning before it).
+_SAFE_SEQUENCE = re.compile(rb"(?:\x1b\[[0-9;]*[Hf])?\x1b\[2J|\x1bc|\x1b#8|\x1b\[\?[0-9;]*[hl]")
+
+
+def safe_point_length(data: bytes | bytearray) -> int:
+    """Length of the safe point's own sequence at the start of `data` (0 for "lines")."""
+    m = _SAFE_SEQUENCE.match(data)
+    return m.end() if m is not None else 0
 
 
 #: Attributes and a CR between the last text of a line and its newline.
@@ -311,13 +529,23 @@ _LINE_END = re.compile(rb"(?:\x1b\[[0-9;:]*m)*\r?")
 
 def blind_point(data: bytes | bytearray, start: int, end: int | None = None) -> int:
     """The first place at or after `start` where parsing can restart cleanly: at a cursor
-    positioning if one is near (the cursor is then known at once), else just after a
-    newline if one is near (whole lines skipped: the fast path renders them, and line
-    output leaves the cursor known), else at an ESC (all ASCII, so UTF-8 boundaries).
-    `end` if there is none."""
+    positioning if one is near (the cursor is then known at once) — or at a save before it
+    (a positioning between a save and its restore is forgotten at the restore, and the
+    save must be parsed for the restore to be known) —, else just after a newline if one
+    is near (whole lines skipped: the fast path renders them, and line output leaves the
+    cursor known), else at an ESC (all ASCII, so UTF-8 boundaries). `end` if there is none."""
     end = len(data) if end is None else end
-    m = _CUP.search(data, start, min(end, start + 65536))
+    near = min(end, start + 65536)
+    m = _CUP.search(data, start, near)
     if m is not None:
+        save = data.find(b"\x1b7", start, m.start())
+        if save >= 0:
+            return save
+        opened = data.rfind(b"\x1b7", max(0, start - 4096), m.start())
+        if opened >= 0 and data.find(b"\x1b8", opened, m.start()) < 0:
+            restore = data.find(b"\x1b8", m.end(), near)
+            if restore >= 0:
+                return restore + 2  # the positioning is inside a pair: after its restore
         return m.start()
     nl = data.find(b"\n", start, end)
     esc = data.find(b"\x1b", start, end)
@@ -364,7 +592,8 @@ _KEEP_PRINTABLE = bytes(b for b in range(256) if bytes([b]) not in _NOT_PRINTABL
 #: character set designations, keypad modes.
 _NON_CSI_NEUTRAL = re.compile(rb"\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[()][0-9A-Za-z]|\x1b[=>]")
 #: The units of a footprint: an absolute positioning (its parameters are captured)...
-_SPLIT_CUP = re.compile(rb"\x1b\[([0-9]*;?[0-9]*)[Hf]")
+#: (CUP only, the simplest pattern, which splits fastest; HVP, rare, is then "something else".)
+_SPLIT_CUP = re.compile(rb"\x1b\[([0-9;]*)H")
 #: ...followed by a run of these: neutral CSIs, printable text, and erase-in-line / ECH / CUF.
 _NEUTRAL_CSI = re.compile(rb"\x1b\[(?:[0-9;:]*m|\?[0-9;]*[hl]|[0-9]* q|>[0-9;]*[a-z])")
 _RUN_PART = re.compile(rb"\x1b\[([0-9]*)([KXC])|([^\x1b]+)")
@@ -470,10 +699,19 @@ def footprint(data: bytes, *, rows: int, cols: int, cursor: tuple[int, int] | No
     else:
         new = positions - cache.positions
     union = cache.union
+    masks = union.rows
+    span = (1 << width) - 1
+    simple = not origin and erase is None and width > 0
     for pos in new:
         r, _, c = pos.partition(b";")
+        if b";" in c:
+            c = c.partition(b";")[0]  # parameters past the second are ignored
         y = (int(r) if r else 1) or 1
         x = (int(c) if c else 1) or 1
+        if simple and y <= rows and x - 1 + width <= cols:
+            # The common case, inline: the span fits on its row (no wrap, no erase).
+            masks[y - 1] = masks.get(y - 1, 0) | (span << (x - 1))
+            continue
         y -= 1
         if origin:
             y = bottom if y > bottom - top else y + top

@@ -25,10 +25,13 @@ The screen is "exact" when it provably equals what a terminal fed every byte wou
 no visible cell is tainted and the cursor position is known (vtscreen.py). Skipping bytes
 taints exactly what they may have changed:
 
-- A skip that ends at a safe point (reset, clear, alternate-screen switch, `rows` complete
-  lines: fastforward.py) supersedes the screen: nothing is tainted once the bytes after the
+- A skip that ends at a safe point (reset, clear, DECALN, `rows` complete lines:
+  fastforward.py) supersedes the screen: nothing is tainted once the bytes after the
   safe point are parsed, because those rebuild every visible cell; until then the screen is
-  "provisional" (reported fast_forwarded).
+  "provisional" (reported fast_forwarded). A main screen those bytes drew on and left
+  hidden behind the alternate screen is tainted (it shows again on leaving). A screen
+  switch is a restart point only: the bytes before it are footprinted as below (the
+  switch redraws nothing, and is a no-op on the screen already shown).
 - Any other skip taints the cells its bytes may have written — its footprint, when they are
   plain cursor-addressed output, else every cell of every buffer they touched — and makes
   the cursor unknown unless an absolute positioning is the last thing that moved it.
@@ -37,17 +40,24 @@ taints exactly what they may have changed:
   distinct SGR sequences), cells drawn with them are tainted until an SGR reset.
 - Parsing writes clear the taint of the cells they write (with known attributes at a known
   cursor). A full clear, a reset, DECALN, entering the alternate screen clear everything.
-- Dropping the head of the pending buffer (more than `screen_pending_bytes` unparsed)
-  taints every cell of the buffers the dropped bytes touched.
+- More than `screen_pending_bytes` unparsed: the head of the pending buffer is skipped at
+  once, at feed time, by the same rules (a piece at a time, so a read pays milliseconds).
 
-Exact again after quiet, whatever the flood: the keeper keeps up to two *checkpoints* — a
-copy of the screen state at a parsed position plus every raw byte fed since, at most
-`screen_replay_bytes` — a new one every half of that. Once output has been quiet for
-`screen_quiet_exact_seconds` the driver calls `resync()`, which restores the oldest one and
-replays its bytes without skipping: every cell the replayed bytes write is exact again, so
-a flood that redraws its cells within `screen_replay_bytes / 2` (every TUI's frames, every
-line flood) ends exact. What is still tainted after the replay stays "fast_forwarded" until
-the program writes it again; never a guess.
+Exact again after quiet, whatever the flood
+-------------------------------------------
+- Once output is idle (`process(idle=True)`, the driver's `screen_idle_seconds`), a skip
+  with no safe point near leaves half of `screen_replay_bytes` to parse instead of the
+  backlog — about a TUI's redraw cycle, which parsing makes exact at once.
+- Otherwise, *checkpoints*: a copy of the screen state (rows are shared, copy-on-write) at
+  a parsed or skipped position plus every raw byte fed since, at most
+  `screen_replay_bytes`, one every eighth of that (up to ten). Once output has been quiet
+  for `screen_quiet_exact_seconds` the driver calls `resync()`, which considers them newest
+  first (the shortest replay): one whose bytes cannot write every cell tainted in it
+  (their footprint, C speed) is passed over; the chosen one is replayed, without skipping,
+  into a screen of its own that replaces the shown one only if it comes out exact. Every
+  cell the replayed bytes write is exact again, so a flood that redraws its cells within
+  `screen_replay_bytes` ends exact. What is still tainted stays "fast_forwarded" until the
+  program writes it again; never a guess.
 
 Scrollback: rows leaving the top of the main screen go to `scrollback` (scrollback.py) as
 tmux moves them into its history; lines skipped by a fast-forward are rendered by the fast
@@ -78,11 +88,13 @@ from .fastforward import (
     Footprint,
     FootprintCache,
     blind_point,
+    follow_lines,
     footprint,
     last_safe_point,
+    lines_break,
     main_touched,
-    main_touched_before_enter,
     plain_lines,
+    safe_point_length,
     scan_carry,
     string_body_end,
     unterminated_string,
@@ -92,7 +104,7 @@ from .resize import resize_alternate, resize_main
 from .queries import DA1_REPLY, DA2_REPLY, DSR_REPLY, Query, QueryScanner, cpr_reply
 from .scrollback import Scrollback, ScrollbackPage
 from .snapshot import ScreenSnapshot
-from .vtscreen import BLANK, DEC_GRAPHICS, LATIN1, VtScreen, blank_row, row_used
+from .vtscreen import BLANK, DEC_GRAPHICS, LATIN1, SavedCursor, VtScreen, blank_row, row_used
 
 #: Bytes parsed between two clock checks. At the measured 0.3-3 MiB/s 2 KiB is 0.7-7 ms.
 PARSE_CHUNK = 2048
@@ -101,6 +113,9 @@ PARSE_CHUNK = 2048
 WORK_PER_FEED = 400_000
 #: Bytes skipped between two clock checks while fast-forwarding (~3-6 ms of C-speed scans).
 SKIP_PIECE = 128 * 1024
+#: Bytes skipped at feed time past `screen_pending_bytes`, beyond the overflow itself: small,
+#: as the ingest pays for it (a footprint's first sight of each position costs ~1 µs).
+DROP_PIECE = 32 * 1024
 #: Skipped lines rendered for the scrollback per skip piece (~2-4 ms of the fast plain path).
 HISTORY_LINES_PER_PIECE = 2000
 #: Styled scrollback rows given their ANSI rendering per idle slice.
@@ -116,6 +131,10 @@ _RATE_MIN, _RATE_MAX = 16 * 1024, 64 * 1024 * 1024
 #: Longest cursor position report: rows and columns are at most 1000 (Settings ranges).
 _CPR_MAX = len(cpr_reply(9999, 9999))
 _TAINT = attrgetter("taint")
+#: Safe points whose skipped bytes are footprinted like a blind skip's: switching screens
+#: redraws nothing (and is a no-op on the screen already shown), so what the bytes drew
+#: before the switch stays on one of the two screens.
+_FOOTPRINTED = (None, "alt", "leave")
 
 
 def _new_decoder():
@@ -180,10 +199,9 @@ class ScreenKeeper:
                               work_limit=WORK_PER_FEED)
         self._decoder = _new_decoder()
         self._pending = bytearray()
-        #: Head of the pending buffer dropped since the last `process` (see `_append`).
-        self._dropped: Carry | None = None
-        self._dropped_tail = b""
-        self._dropped_lines = 0
+        #: Line feeds in `_pending` (kept as bytes come and go: counting them in a full
+        #: buffer at every skip piece would cost milliseconds).
+        self._pending_lines = 0
         self._queries = QueryScanner()
         self._replies = bytearray()
         self._rate = float(INITIAL_RATE)
@@ -193,11 +211,13 @@ class ScreenKeeper:
         self._replay: _Replay | None = None
         self._choosing: list[_Checkpoint] = []
         self._cover = Footprint()
-        self._cover_end = 0
+        self._cover_end = self._cover_cut = 0
         #: Skipping toward a safe point not reached yet: the screen is not meaningful.
         self._provisional: str | None = None
         #: [bytes still to skip, safe point kind or None] while a skip spans several calls.
         self._skip_target: list | None = None
+        #: `fed_bytes` when `_fast_forward` last found nothing to skip to.
+        self._nothing_to_skip = -1
         #: Text of the cursor's row before a skip: the start of the first skipped line.
         self._first_prefix = ""
         self._footprints = FootprintCache()
@@ -247,6 +267,7 @@ class ScreenKeeper:
         if not data:
             return
         self._pending += data
+        self._pending_lines += data.count(b"\n")
         if self._checkpoints:
             limit = self._settings.screen_replay_bytes
             for cp in self._checkpoints:
@@ -254,48 +275,27 @@ class ScreenKeeper:
             self._checkpoints = [cp for cp in self._checkpoints if len(cp.data) <= limit]
         limit = self._settings.screen_pending_bytes
         if len(self._pending) > limit:
-            self._drop_head(len(self._pending) - limit * 3 // 4)
+            self._drop_head(len(self._pending) - limit + min(limit // 4, DROP_PIECE))
 
     def _drop_head(self, at_least: int) -> None:
-        """Drop the head of the pending buffer (down to 3/4 of the limit, so that a flood
-        pays this once per quarter limit, not once per read). What the dropped bytes did is
-        applied — as "every cell of every buffer they touched" — at the next `process`."""
+        """Skip the head of the pending buffer now, as the fast-forward would (toward the
+        safe point it is heading for, else blind: the cells the bytes wrote are tainted):
+        the overflow and `DROP_PIECE` more, so that a flood pays this about once a read,
+        each time a few milliseconds of the ingest's time, never the whole buffer."""
         cut = blind_point(self._pending, at_least)
-        head = bytes(self._pending[:cut])
-        del self._pending[:cut]
-        self.skipped_bytes += cut
-        if self._skip_target is not None:
-            # A skip in progress counted from the old start; if its safe point is gone too,
-            # the drop's "every cell" stands instead of it.
-            self._skip_target[0] -= cut
-            if self._skip_target[0] <= 0:
+        while cut > 0:
+            target = self._skip_target
+            if target is None:
+                self._skip(cut, footprinted=True)
+                return
+            n = min(cut, target[0])
+            self._skip(n, footprinted=target[1] in _FOOTPRINTED)
+            target[0] -= n
+            cut -= n
+            if target[0] == 0:
                 self._skip_target = None
-                self._provisional = None
-        parser = self._parser
-        held = parser.pending
-        head = (held.encode("utf-8", "surrogatepass") if held else b"") \
-            + self._decoder.getstate()[0] + head
-        if parser.in_string:
-            end = string_body_end(head)
-            if end is None:
-                parser.discard_string()
-                self._decoder = _new_decoder()
-                return  # all of it is the body of a string: nothing to show for it
-            head = head[end:]
-        parser.reset()
-        self._decoder = _new_decoder()
-        open_string = unterminated_string(head)
-        if open_string is not None:
-            head = head[:open_string]
-            parser.discard_string()
-        carry = scan_carry(head)
-        if self._dropped is None:
-            self._dropped = carry
-        else:
-            self._dropped.merge(carry)
-        tail_start = max(0, len(head) - 65536)
-        self._dropped_lines += head.count(b"\n", 0, tail_start) + self._dropped_tail.count(b"\n")
-        self._dropped_tail = head[tail_start:]
+                if target[1] is not None:
+                    self._arrive(target[1])
 
     def _answer(self, kind: Query) -> None:
         if kind is Query.CPR:
@@ -333,12 +333,17 @@ class ScreenKeeper:
         parser = self._parser
         return len(self._pending) + (len(parser.pending) if parser.backlog else 0)
 
-    def process(self, budget_seconds: float, *, backlog_seconds: float | None = None) -> bool:
+    def process(self, budget_seconds: float, *, backlog_seconds: float | None = None,
+                idle: bool = False) -> bool:
         """Parse pending bytes for at most about `budget_seconds` (one chunk may overrun by a
         couple of milliseconds).
 
         Fast-forwards first when the backlog would take more than `backlog_seconds` (default
-        `screen_backlog_seconds`) of parsing at the measured rate.
+        `screen_backlog_seconds`) of parsing at the measured rate. `idle`: the output has
+        stopped (for now), so what is parsed now will not be overtaken: a skip that finds no
+        safe point then leaves half of `screen_replay_bytes` to parse rather than the
+        backlog — about the redraw cycle of a TUI, which parsing makes exact at once where a
+        shorter parse would need the replay after it.
 
         Returns:
             True if work remains (call again), False when the screen is up to date.
@@ -347,12 +352,11 @@ class ScreenKeeper:
         deadline = t0 + budget_seconds
         backlog = self._settings.screen_backlog_seconds if backlog_seconds is None else backlog_seconds
         capacity = max(PARSE_CHUNK, int(self._rate * backlog))
-        if self._dropped is not None:
-            self._apply_drop()
+        blind_capacity = max(capacity, self._settings.screen_replay_bytes // 2) if idle else capacity
         if self._replay is not None or self._choosing:
             return self._go_on_replaying(deadline, t0)
         if self._skip_target is not None or len(self._pending) > capacity:
-            self._fast_forward(capacity, deadline)
+            self._fast_forward(capacity, blind_capacity, deadline)
         t1 = time.perf_counter()
         parsed = 0
         parser = self._parser
@@ -381,6 +385,7 @@ class ScreenKeeper:
     def _parse(self, n: int) -> None:
         chunk = bytes(self._pending[:n])
         del self._pending[:n]
+        self._pending_lines -= chunk.count(b"\n")
         self.parsed_bytes += n
         self._parser.feed(self._decoder.decode(chunk))
 
@@ -432,7 +437,7 @@ class ScreenKeeper:
             return False
         self._choosing = list(reversed(self._checkpoints))
         self._cover = Footprint()
-        self._cover_end = 0
+        self._cover_end = self._cover_cut = 0
         self.resyncs += 1
         return True
 
@@ -446,10 +451,16 @@ class ScreenKeeper:
         full = (1 << st["columns"]) - 1
         blind = not (st["x_known"] and st["y_known"])
         # The footprint of the bytes after this checkpoint, grown from the newer one's.
+        # The bytes are seen as the replay's parser sees them: after what it held (an
+        # unfinished sequence), without what the newer checkpoint held (counted there).
         cover = self._cover
+        held, discarding, string = cp.parser[0], cp.parser[1], cp.parser[2]
+        prefix = held.encode("utf-8", "surrogatepass") + cp.decoder[0]
+        if string is not None or discarding:
+            cover.every = True  # rare: not worth following (the replay still checks itself)
         if not cover.every and len(cp.data) > self._cover_end:
             c = st["cursor"]
-            delta = bytes(cp.data[:len(cp.data) - self._cover_end])
+            delta = prefix + bytes(cp.data[:max(0, len(cp.data) - self._cover_end - self._cover_cut)])
             fp = footprint(delta, rows=st["lines"], cols=st["columns"],
                            cursor=None if blind else (c.y, c.x), top=st["top"], bottom=st["bottom"],
                            origin=st["origin"], autowrap=st["autowrap"], cache=FootprintCache())
@@ -459,6 +470,7 @@ class ScreenKeeper:
                 for y, mask in fp.rows.items():
                     cover.rows[y] = cover.rows.get(y, 0) | mask
         self._cover_end = len(cp.data)
+        self._cover_cut = len(prefix)
         if blind and st["_blind_dirty"]:
             taint = {y: full for y in range(st["lines"])}  # everything, once the cursor is known
         else:
@@ -493,28 +505,47 @@ class ScreenKeeper:
 
     # --- skipping -------------------------------------------------------------------------------
 
-    def _fast_forward(self, capacity: int, deadline: float) -> None:
+    def _fast_forward(self, capacity: int, blind_capacity: int, deadline: float) -> None:
         """Skip toward the best restart point in the pending bytes, a piece at a time, until
-        the backlog fits `capacity` or the deadline passes (then the next call goes on)."""
+        the backlog fits `capacity` (`blind_capacity` when no safe point is near) or the
+        deadline passes (then the next call goes on)."""
         if not self._checkpoints and len(self._pending) <= self._settings.screen_replay_bytes:
             self._take_checkpoint_now()  # whatever is skipped now can be replayed at quiet
+        target = self._skip_target
+        if target is not None and target[1] is None and blind_capacity > capacity:
+            # Idle now: a blind skip decided before leaves more to parse.
+            target[0] = min(target[0], blind_point(self._pending, max(0, len(self._pending) - blind_capacity)))
+            if target[0] <= 0:
+                self._skip_target = None
+                return
         while True:
             if self._skip_target is None:
+                if self._nothing_to_skip == self.fed_bytes:
+                    return  # searched since the last byte came: parsing only shortens it
                 data = self._pending
                 replay = self._settings.screen_replay_bytes
                 sp = last_safe_point(data, self._screen.lines, start=max(0, len(data) - replay))
                 if sp is not None and sp.offset > 0 and len(data) - sp.offset <= replay:
                     self._skip_target = [sp.offset, sp.kind]
                     self._begin_superseding(sp.kind)
-                elif len(data) > capacity:
-                    self._skip_target = [blind_point(data, len(data) - capacity), None]
+                elif len(data) > blind_capacity:
+                    end = blind_point(data, len(data) - blind_capacity)
+                    # A screen switch, clear or reset on the way: skip to it and parse it
+                    # rather than skip over it (its footprint would be every cell).
+                    sp = last_safe_point(data, self._screen.lines, end=end, start=max(0, end - replay))
+                    if sp is not None and sp.kind != "lines":
+                        self._skip_target = [sp.offset, sp.kind]
+                        self._begin_superseding(sp.kind)
+                    else:
+                        self._skip_target = [end, None]
                 else:
+                    self._nothing_to_skip = self.fed_bytes
                     return
             target = self._skip_target
             while target[0] > 0:
                 n = target[0] if target[0] <= SKIP_PIECE else blind_point(self._pending, SKIP_PIECE, target[0])
                 n = self._cap_history_lines(n)
-                self._skip(n, footprinted=target[1] is None)
+                self._skip(n, footprinted=target[1] in _FOOTPRINTED)
                 target[0] -= n
                 if target[1] is None:
                     self._maybe_checkpoint()
@@ -524,12 +555,12 @@ class ScreenKeeper:
             if target[1] is None:
                 return
             self._arrive(target[1])
-            if len(self._pending) <= capacity:
+            if len(self._pending) <= blind_capacity:
                 return
             # The safe point is too far back to parse now, but its state is a good
             # checkpoint: keep it for the replay, then skip blind from it.
             self._take_checkpoint_now()
-            self._skip_target = [blind_point(self._pending, len(self._pending) - capacity), None]
+            self._skip_target = [blind_point(self._pending, len(self._pending) - blind_capacity), None]
 
     def _cap_history_lines(self, n: int) -> int:
         """Shorten a skip piece so that at most `HISTORY_LINES_PER_PIECE` of its lines are
@@ -537,9 +568,12 @@ class ScreenKeeper:
         counted): the fast plain path then costs a few milliseconds per piece."""
         pending = self._pending
         limit = self.scrollback.limit
-        if pending.find(b"\n", 0, n) < 0 or pending.count(b"\n", n) >= limit:
+        if pending.find(b"\n", 0, n) < 0:
             return n
-        keep = limit - pending.count(b"\n", n)
+        after = self._pending_lines - pending.count(b"\n", 0, n)
+        if after >= limit:
+            return n
+        keep = limit - after
         if min(pending.count(b"\n", 0, n), keep) <= HISTORY_LINES_PER_PIECE:
             return n
         # The kept lines of the piece start after its keep-th newline from the end; end the
@@ -583,10 +617,14 @@ class ScreenKeeper:
             screen.changes += 1
 
     def _arrive(self, kind: str) -> None:
-        """The skip reached its safe point: parsing resumes at it."""
+        """The skip reached its safe point: parsing resumes at it — at once for its own
+        sequence, so that a skip after it never takes it in."""
         self._provisional = None
         self.jumps += 1
         screen = self._screen
+        n = safe_point_length(self._pending)
+        if n:
+            self._parse(n)
         if kind == "lines":
             # Line output leaves the cursor on the bottom row; from there `rows` newlines
             # scroll every older cell away.
@@ -608,8 +646,10 @@ class ScreenKeeper:
         in_string = parser.in_string
         held = parser.pending
         buffered = self._decoder.getstate()[0]
-        data = (held.encode("utf-8", "surrogatepass") if held else b"") + buffered + bytes(self._pending[:n])
+        raw = bytes(self._pending[:n])
         del self._pending[:n]
+        self._pending_lines -= raw.count(b"\n")
+        data = (held.encode("utf-8", "surrogatepass") if held else b"") + buffered + raw
         self.skipped_bytes += n
         parser.reset()
         self._decoder = _new_decoder()
@@ -625,20 +665,33 @@ class ScreenKeeper:
         if open_string is not None:
             data = data[:open_string]
             parser.discard_string()
+        was_alt = screen.alt_screen
         if not footprinted:
-            carry = scan_carry(data)
+            # Toward a safe point that redraws the visible screen: what the bytes drew on it
+            # is moot, but a main screen they drew on and left hidden behind the alternate
+            # one shows again when the program leaves it.
+            carry = scan_carry(data, was_alt=was_alt, alt_saved=screen.alt_saved_set)
             self._history_from_skip(data, carry, fast_forwarded=True)
             self._apply_carry(carry, taint=False)
+            if screen.alt_screen and main_touched(carry, was_alt):
+                screen.add_taint(None, screen.main_buffer)
             return
         self.blind_jumps += 1
-        was_alt = screen.alt_screen
         cursor = None if screen.blind else (screen.cursor.y, screen.cursor.x)
         fp = footprint(data, rows=screen.lines, cols=screen.columns, cursor=cursor,
                        top=screen.top, bottom=screen.bottom, origin=screen.origin,
                        autowrap=screen.autowrap, cache=self._footprints)
-        carry = scan_carry(data, fp.runs)
+        carry = scan_carry(data, fp.runs, was_alt=was_alt, alt_saved=screen.alt_saved_set)
         if carry.cursor == "unknown":
             self._lines_cursor(data, carry)
+        if carry.cursor == "unknown":
+            y = {"start": screen.cursor.y if screen.y_known else None, "reset": 0,
+                 "saved": screen.saved.y if screen.saved.known else None,
+                 "alt_saved": screen.alt_saved.y if screen.alt_saved.known else None}[carry.base]
+            at = follow_lines(carry.state, data, y, top=screen.top, bottom=screen.bottom,
+                              rows=screen.lines, cols=screen.columns)
+            if at is not None:
+                carry.cursor = ("at", at[0] + 1, at[1] + 1)
         self._history_from_skip(data, carry, fast_forwarded=True)
         self._apply_carry(carry, taint=False)
         if fp.every or carry.alt_switches or carry.reset:
@@ -660,7 +713,7 @@ class ScreenKeeper:
             pos = data.rfind(b"\n", 0, pos)
             if pos < 0:
                 return
-        if MOTION.search(data, pos + 1) is not None:
+        if MOTION.search(data, pos + 1) is not None or lines_break(data, pos + 1):
             return
         if data.endswith(b"\r\n"):
             carry.cursor = ("at", screen.lines, 1)
@@ -685,7 +738,7 @@ class ScreenKeeper:
             return
         # Lines that more pending lines will push out of the scrollback anyway are only
         # counted (a `yes` flood skips ~100,000 lines a slice).
-        keep = max(0, self.scrollback.limit - self._pending.count(b"\n"))
+        keep = max(0, self.scrollback.limit - self._pending_lines)
         count, lines = plain_lines(data, screen.columns, keep, first_prefix=self._first_prefix)
         self._first_prefix = ""
         self.scrollback.add_text(lines, fast_forwarded=fast_forwarded, skipped=count - len(lines))
@@ -694,20 +747,29 @@ class ScreenKeeper:
         """Bring the screen's state to what the skipped bytes left (see Carry)."""
         screen = self._screen
         was_alt = screen.alt_screen
-        saved_cursor_known = not main_touched_before_enter(carry, was_alt) and not screen.blind
+        c = screen.cursor
+        # Where attributes and positions come from (Carry.base), as they were before the bytes.
+        bases = {"start": (c.x, c.y, c.attrs, screen.x_known, screen.y_known, screen.attrs_known),
+                 "reset": (0, 0, BLANK, True, True, True)}
+        for name, s in (("saved", screen.saved), ("alt_saved", screen.alt_saved)):
+            bases[name] = (s.x, s.y, s.attrs, s.known, s.known, s.known)
+        base = bases[carry.base]
+        # Screens are switched as 47/1047 do (no save, no restore): what 1049 saves and
+        # restores is carried apart (`base`, `alt_save`).
         if carry.reset:
+            if carry.alt_at_reset is not None and carry.alt_at_reset != screen.alt_screen:
+                screen.set_mode([1047], True, carry.alt_at_reset)  # the screen RIS cleared
             title = self._parser.title
             screen.reset()
             self._parser.title = screen.title = title
             self._take_history()
+        if carry.restored:
+            screen.restore_cursor()  # the character sets and origin mode saved before the bytes
         if carry.alt is not None and carry.alt != screen.alt_screen:
-            c = screen.cursor
-            if carry.alt:
-                screen.set_mode([1049], True, True)
-                screen.alt_saved.known = saved_cursor_known
-            else:
-                screen.set_mode([1049], True, False)
-            del c
+            screen.set_mode([1047], True, carry.alt)
+        if carry.alt_save is not None:
+            screen.alt_saved = self._saved_by_carry(carry.alt_save, bases)
+            screen.alt_saved_set = True
         for name, value in carry.modes.items():
             setattr(screen, name, value)
         if carry.title is not None:
@@ -724,6 +786,7 @@ class ScreenKeeper:
             screen.g1 = DEC_GRAPHICS if carry.g1 == b"0" else LATIN1
         if carry.shift is not None:
             screen.shift = carry.shift
+        screen.cursor.attrs, screen.attrs_known = base[2], base[5]
         if carry.sgr_reset:
             screen.cursor.attrs = BLANK
             screen.attrs_known = True
@@ -734,7 +797,7 @@ class ScreenKeeper:
         if not carry.sgr_exact:
             screen.attrs_known = False
         if carry.saved_unknown:
-            screen.saved.known = False
+            screen.forget_saved()
         if carry.tabs_unknown:
             screen.tabs_known = False
         cursor = carry.cursor
@@ -742,29 +805,33 @@ class ScreenKeeper:
             screen.cursor_position(cursor[1], cursor[2])
         elif cursor == "unknown":
             screen.lose_cursor()
+        else:
+            screen.put_cursor(base[0], base[1], x_known=base[3], y_known=base[4])
         screen.last_char = None
 
-    def _apply_drop(self) -> None:
-        """The head of the pending buffer was dropped (`_append`): what those bytes did is
-        applied now, as "every cell of every buffer they touched"."""
-        carry, self._dropped = self._dropped, None
+    def _saved_by_carry(self, save: tuple | str, bases: dict) -> SavedCursor:
+        """What a 1049h in skipped bytes saved (Carry.alt_save), from the bases it started
+        from; worked out on the screen's own cursor, which the caller sets afterwards."""
+        if save == "unknown":
+            return SavedCursor(known=False)
         screen = self._screen
-        was_alt = screen.alt_screen
-        self._provisional = None
-        self._skip_target = None
-        if self._dropped_tail and (not screen.alt_screen or carry.alt_switches):
-            count, lines = plain_lines(self._dropped_tail, screen.columns, self.scrollback.limit)
-            self.scrollback.add_text(lines, fast_forwarded=True,
-                                     skipped=self._dropped_lines + count - len(lines))
-        self._dropped_tail = b""
-        self._dropped_lines = 0
-        self._apply_carry(carry, taint=True)
-        self._taint_touched(carry, was_alt)
-        if carry.cursor is None:
-            screen.lose_cursor()
-        self.jumps += 1
-        self.blind_jumps += 1
-        self._checkpoints = []
+        base, sgr_reset, sgr, exact, cursor = save
+        x, y, attrs, x_known, y_known, attrs_known = bases[base]
+        c = screen.cursor
+        c.attrs = BLANK if sgr_reset else attrs
+        for params in sgr:
+            values = _sgr_params(params.decode("ascii"))
+            if values is not None:
+                screen.select_graphic_rendition(values)
+        known = x_known and y_known and (attrs_known or sgr_reset) and exact
+        if isinstance(cursor, tuple):
+            if screen.origin:
+                known = False  # placed relative to margins that may have differed then
+            screen.cursor_position(cursor[1], cursor[2])
+            x, y = c.x, c.y
+        elif cursor == "unknown":
+            known = False
+        return SavedCursor(x, y, c.attrs, known=known)
 
     def lost(self) -> None:
         """Bytes between what was fed and what comes next never arrived (a guardian ring
@@ -824,7 +891,7 @@ class ScreenKeeper:
     @property
     def fidelity(self) -> str:
         screen = self._screen
-        if self._dropped is not None or self._provisional or screen.blind \
+        if self._provisional or screen.blind \
                 or any(map(_TAINT, screen.buffer)):
             return "fast_forwarded"
         return "exact"

@@ -334,6 +334,14 @@ class VtScreen:
         if was_blind and not self.blind and self.changes != self._blind_mark:
             self.taint_visible()
 
+    def put_cursor(self, x: int, y: int, *, x_known: bool, y_known: bool) -> None:
+        """Place the cursor where skipped bytes left it, known or not in each direction."""
+        c = self.cursor
+        c.x, c.y = min(x, self.columns - 1), min(y, self.lines - 1)
+        if not (x_known and y_known):
+            self.lose_cursor(not x_known, not y_known)
+        self._know(x_known, y_known)
+
     def lose_cursor(self, x: bool = True, y: bool = True) -> None:
         """The cursor's column and/or row are no longer known (skipped bytes moved it)."""
         if not self.blind:
@@ -555,6 +563,12 @@ class VtScreen:
         c = self.cursor
         self.saved = SavedCursor(c.x, c.y, c.attrs, self.g0, self.g1, self.shift, self.origin,
                                  known=not self.blind and self.attrs_known)
+
+    def forget_saved(self) -> None:
+        """The DECSC save happened in skipped bytes: what it holds is unknown. (A new object:
+        checkpoints share the old one.)"""
+        s = self.saved
+        self.saved = SavedCursor(s.x, s.y, s.attrs, s.g0, s.g1, s.shift, s.origin, known=False)
 
     def restore_cursor(self) -> None:
         s = self.saved
@@ -934,12 +948,14 @@ class VtScreen:
     def _leave_alt(self, *, restore_cursor: bool) -> None:
         c = self.cursor
         if restore_cursor and self.alt_saved_set:
+            # tmux: 1049l restores even when not on the alternate screen.
             s = self.alt_saved
             c.x, c.y, c.attrs = s.x, s.y, s.attrs
             if s.known:
                 self.cursor_known_if_main()
             else:
                 self.lose_cursor()
+                self.attrs_known = False
         if self.alt_screen:
             self.buffer = self._main if self._main is not None else [blank_row(self.columns)] * self.lines
             self._main = None

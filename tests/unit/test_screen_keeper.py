@@ -395,6 +395,35 @@ def test_modes_carried_across_a_skip():
     assert "\x1b[0;1;32mline 6" in k.ansi(repaint=False)
 
 
+_CARRIED_OPS = [b"\x1b]2;t1\x07", b"\x1b]0;t2\x1b\\", b"\x1b[?2004h", b"\x1b[?2004l", b"\x1b[?25l",
+                b"\x1b[?25h", b"\x1b[4h", b"\x1b[4l", b"\x1b(0", b"\x1b(B", b"\x1b)0", b"\x1b)B",
+                b"\x0e", b"\x0f", b"\x1b[1;31m", b"\x1b[m", b"\x1b[0m", b"\x1b[42m", b"\x1b[7m",
+                b"\x1b[38;5;200m", b"\x1b[0;4m", b"\x1b[22m", b"\x1b[?1049h", b"\x1b[?1049l",
+                b"\x1b[?7l", b"\x1b[?7h"]
+
+
+@hsettings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(_CARRIED_OPS), st.integers(0, 3)), min_size=1, max_size=40))
+def test_a_skip_to_a_safe_point_carries_what_parsing_would_leave(ops):
+    """Modes, title, character sets and shift, attributes and the alternate screen, in any
+    order, then complete lines: skipped to the `lines` safe point, the screen (text and
+    attributes) equals the one parsed byte by byte."""
+    one = b"".join(op + b"text%d\r\n" % n for op, n in ops)
+    skipped = one * (4096 // len(one) + 1)  # past the smallest backlog (PARSE_CHUNK)
+    tail = b"".join(b"qx line %d lqk\r\n" % i for i in range(6)) + b"end"
+    data = skipped + tail
+    parsed = keeper_with(data, 5, 20)
+    k = ScreenKeeper(5, 20)
+    k.feed(data)
+    k.process(1.0, backlog_seconds=0.00001)
+    drain(k)
+    assert k.jumps == 1
+    want, got = parsed.snapshot(), k.snapshot()
+    assert got.fidelity == "exact"
+    assert msgspec.structs.replace(got, revision=0) == msgspec.structs.replace(want, revision=0)
+    assert k.ansi(repaint=False) == parsed.ansi(repaint=False)
+
+
 def test_pending_buffer_is_bounded():
     s = Settings(screen_pending_bytes=64 * 1024)
     k = ScreenKeeper(5, 20, s)
@@ -532,3 +561,44 @@ def test_skipping_into_an_unterminated_string_draws_none_of_it():
     snap = k.snapshot()
     assert k.skipped_bytes > 0
     assert (snap.lines[:2], snap.title, snap.fidelity) == (["visible", ""], "t2", "exact")
+
+
+def _segment(kind: int, n: int) -> bytes:
+    """Output pieces whose order decides what each screen shows (see the property below)."""
+    if kind == 0:
+        return b"".join(b"line %d-%d\r\n" % (n, i) for i in range(n % 9 + 1))
+    if kind == 1:
+        return b"".join(b"\x1b[%d;%dH\x1b[3%dmcell%d" % (i % 6 + 1, (n + 3 * i) % 30 + 1, i % 8, n)
+                        for i in range(n % 40 + 1))
+    return (b"\x1b[?1049h", b"\x1b[?1049l", b"\x1b[H\x1b[2J", b"\x1b[2J", b"\x1b#8", b"\x1bc",
+            b"\x1b[2;5r", b"\x1b[r", b"\x1b[?47h", b"\x1b[?47l", b"\x1b7", b"\x1b8",
+            b"\x1b7\x1b[6;1H\x1b[7mstatus %d\x1b[m\x1b[K\x1b8" % n,  # a status line
+            b"\x1b7\x1b[1;5H\x1b[1;4m\x1b(0qqq\x1b8",  # attributes and charset restored
+            b"\x1b[%dm" % (31 + n % 7), b"\x1b[0m")[kind - 2]
+
+
+@hsettings(max_examples=120, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 17), st.integers(0, 200)), min_size=1, max_size=60),
+       st.integers(0, 2000))
+def test_exact_is_never_a_guess(segments, cut):
+    """Whatever the output and wherever the keeper is forced to skip (screen switches,
+    clears, resets, margins, DECALN, saved cursors and what a restore brings back, at any
+    place), a screen it calls exact equals the one parsed byte by byte, attributes included
+    — before and after the quiet replay."""
+    one = b"".join(_segment(kind, n) for kind, n in segments)
+    data = one * (24000 // len(one) + 2) + b"\x1b[1;1Hend"  # enough to be skipped
+    parsed = keeper_with(data, 6, 40)
+    want = parsed.snapshot()
+    k = ScreenKeeper(6, 40, Settings(screen_replay_bytes=8192))
+    k.feed(data[:cut])
+    drain(k)
+    flood(k, data[cut:], piece=4096)
+    drain(k, backlog=0.0001)
+    for replayed in (False, True):
+        if replayed and k.resync():
+            drain(k)
+        snap = k.snapshot()
+        if snap.fidelity == "exact":
+            assert (snap.lines, snap.cursor, snap.alt_screen) == (want.lines, want.cursor, want.alt_screen), \
+                f"exact but wrong (replayed={replayed})"
+            assert k.ansi(repaint=False) == parsed.ansi(repaint=False), f"attributes (replayed={replayed})"
