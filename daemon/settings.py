@@ -76,7 +76,7 @@ class Settings(WireLimits, kw_only=True, forbid_unknown_fields=True, frozen=True
     screen_slice_seconds: _f(0.001, 0.1, "longest one screen parse slice holds the trio thread (5 ms)") = 0.005
     screen_backlog_seconds: _f(0.01, 10, "CPU time of unparsed output before the screen fast-forwards") = 0.1
     screen_pending_bytes: _r(64 * KiB, 256 * MiB, "raw output held for the screen; past it the oldest is skipped at once, on the ingest's time (ours: a buffer this size is copied in ~2-3 ms when it grows; the replay needs 1 MiB)") = 4 * MiB
-    screen_replay_bytes: _r(0, 64 * MiB, "raw tail kept to re-render exactly after quiet: a flood that redraws its cells within half of it ends exact (ours: a 200x50 TUI redraws every cell in ~0.4 MB; 1 MiB replays in ~0.4 s)") = 1 * MiB
+    screen_replay_bytes: _r(0, 64 * MiB, "raw tail kept to re-render exactly after quiet: a flood that redraws its cells within it ends exact; once output is idle, half of it is parsed rather than skipped (ours: a 200x50 TUI redraws every cell in ~0.4 MB, parsed in ~0.2-0.4 s)") = 1 * MiB
     screen_escape_max_bytes: _r(256, 16 * MiB, "longest OSC/DCS string kept whole; longer ones are dropped") = 64 * KiB
     screen_reply_bytes: _r(64, 1 * MiB, "terminal query answers buffered for the child (newer ones dropped, counted)") = 4 * KiB
     screen_scrollback_lines: _r(0, 1_000_000, "rendered scrollback lines kept per execution (issue 17: 10,000)") = 10_000

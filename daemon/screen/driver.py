@@ -71,8 +71,10 @@ class ScreenTask:
         self._quiet_reported = True
         self._resynced = False
         #: Longest single step (one `process` slice and its publication), in seconds: how
-        #: long this screen ever held the trio thread (tests/bench/bench_screen.py).
+        #: long this screen ever held the trio thread (tests/bench/bench_screen.py), and the
+        #: CPU time of that thread in the longest step (the same, on a machine not shared).
         self.longest_hold = 0.0
+        self.longest_hold_cpu = 0.0
 
     # --- called by the ingest path (never waits) ------------------------------------------------
 
@@ -118,11 +120,12 @@ class ScreenTask:
             try:
                 while more:
                     self._wake = trio.Event()
-                    t0 = time.perf_counter()
+                    t0, c0 = time.perf_counter(), time.thread_time()
                     more = self.keeper.process(slice_s, idle=self._idle())
                     spent = time.perf_counter() - t0
                     self._publish(quiet=False)
                     self.longest_hold = max(self.longest_hold, time.perf_counter() - t0)
+                    self.longest_hold_cpu = max(self.longest_hold_cpu, time.thread_time() - c0)
                     # The budget is the daemon's, not each screen's: ten busy screens share
                     # `share` of a core between them, so the keepers together never starve
                     # ingest and RPC. After `spent` of work, rest spent·(1−s)/s, s = share/busy.

@@ -215,6 +215,27 @@ def test_revision_advances_only_on_change():
     assert k.revision == r2 + 1
 
 
+def test_revisions_only_increase_across_resizes_replays_and_a_new_keeper():
+    """A keeper that continues a screen (daemon restart) starts above the revision it is
+    given; resizes, a skip and the replay that makes it exact again each advance it."""
+    k = ScreenKeeper(5, 20, revision=41)
+    seen = [k.snapshot().revision]
+    assert seen == [42]
+    k.resize(8, 30)
+    seen.append(k.snapshot().revision)
+    k.resize(5, 20)
+    seen.append(k.snapshot().revision)
+    flood(k, tui_frames(200, rows=5, cols=20))
+    drain(k, backlog=0.0001)
+    assert k.snapshot().fidelity == "fast_forwarded"
+    seen.append(k.snapshot().revision)
+    assert k.resync()
+    drain(k)
+    assert k.snapshot().fidelity == "exact"
+    seen.append(k.snapshot().revision)
+    assert seen == sorted(set(seen)), seen
+
+
 def test_ansi_repaint_places_cursor_last():
     k = keeper_with("\x1b[1;31mred\x1b[0m plain\r\n\x1b[38;5;196mx\x1b[48;2;1;2;3my\x1b[?25l", rows=3)
     out = k.ansi()
