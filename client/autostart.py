@@ -27,10 +27,13 @@ def spawn_daemon(log_path: str | None = None) -> int:
     """Start a detached vigild; returns the read end of its readiness pipe."""
     import subprocess  # only on the autostart path: keeps `vigil ls` start-up lean
 
-    read_fd, write_fd = os.pipe2(os.O_CLOEXEC)
     log_path = log_path or os.fspath(paths.daemon_log_path())
     os.makedirs(os.path.dirname(log_path), mode=0o700, exist_ok=True)
-    log_fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o600)
+    try:
+        log_fd = paths.open_private_file(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND)
+    except paths.PrivateDirError as exc:
+        raise DaemonUnreachable(f"cannot start vigild: {exc.message}") from None
+    read_fd, write_fd = os.pipe2(os.O_CLOEXEC)
     try:
         subprocess.Popen(
             daemon_command() + ["--ready-fd", str(write_fd)],
@@ -43,7 +46,9 @@ def spawn_daemon(log_path: str | None = None) -> int:
     return read_fd
 
 
-def _read_ready(fd: int, deadline: float) -> bytes:
+def _read_ready(fd: int, deadline: float) -> bytes | None:
+    """The starter's line from the readiness pipe; b"" if the deadline passed first, None if
+    the daemon closed the pipe without a word (it died)."""
     import select
 
     chunks = b""
@@ -57,11 +62,34 @@ def _read_ready(fd: int, deadline: float) -> bytes:
                 return b""
             data = os.read(fd, 512)
             if not data:
-                break
+                return chunks or None
             chunks += data
     finally:
         os.close(fd)
     return chunks
+
+
+def last_log_line(log_path: str, since: int) -> str:
+    """What the daemon last said in its log after byte `since`, for a start that failed.
+
+    The line that names the failure: a traceback ends with the exception's line (the last
+    one not indented); a fatal signal's dump (faulthandler) starts with "Fatal Python error".
+    """
+    try:
+        with open(log_path, "rb") as f:
+            f.seek(since)
+            text = f.read(64 * 1024).decode("utf-8", "replace")
+    except OSError:
+        return ""
+    lines = [line for line in text.splitlines() if line.strip() and not line[0].isspace()]
+    fatal = [line for line in lines if line.startswith("Fatal Python error")]
+    return (fatal or lines or [""])[-1].strip()
+
+
+def _start_failed(what: str, log_path: str, since: int) -> DaemonUnreachable:
+    line = last_log_line(log_path, since)
+    said = f"its last log line: {line}" if line else "it wrote nothing to its log"
+    return DaemonUnreachable(f"{what}; {said} (see {log_path})")
 
 
 def connect(socket_path: str | None = None, *, autostart: bool = True,
@@ -69,7 +97,8 @@ def connect(socket_path: str | None = None, *, autostart: bool = True,
     """Connect to vigild, starting it first if nobody listens and `autostart` is true.
 
     Raises:
-        DaemonUnreachable: not running (and not started), or it failed to start.
+        DaemonUnreachable: not running (and not started), or it failed to start (the message
+            says why: the daemon's own sentence, or the last line of its log).
     """
     try:
         return Client(socket_path, timeout=timeout, **kwargs)
@@ -78,8 +107,16 @@ def connect(socket_path: str | None = None, *, autostart: bool = True,
             raise
     from vigil.protocol.settings import WIRE_DEFAULTS as DEFAULTS
 
-    deadline = time.monotonic() + DEFAULTS.client_start_timeout_seconds
-    answer = _read_ready(spawn_daemon(), deadline)
+    limit = DEFAULTS.client_start_timeout_seconds
+    deadline = time.monotonic() + limit
+    log_path = os.fspath(paths.daemon_log_path())
+    try:
+        since = os.path.getsize(log_path)
+    except OSError:
+        since = 0
+    answer = _read_ready(spawn_daemon(log_path), deadline)
+    if answer is None:
+        raise _start_failed("vigild exited before it was ready", log_path, since)
     if answer.startswith(b"ERROR"):
         raise DaemonUnreachable("vigild failed to start: " + answer[6:].decode(errors="replace").strip())
     delay = 0.002
@@ -88,8 +125,7 @@ def connect(socket_path: str | None = None, *, autostart: bool = True,
             return Client(socket_path, timeout=timeout, **kwargs)
         except DaemonUnreachable:
             if time.monotonic() >= deadline:
-                raise DaemonUnreachable(
-                    f"vigild did not start within {DEFAULTS.client_start_timeout_seconds:g} s; "
-                    f"see {paths.daemon_log_path()}") from None
+                raise _start_failed(f"vigild did not start within {limit:g} s", log_path,
+                                    since) from None
             time.sleep(delay)
             delay = min(delay * 2, 0.05)

@@ -2,8 +2,10 @@
 `ClientConnection` — the same framing and codec the daemon uses, no second copy.
 
 Requests may be pipelined: `send` returns an id and `receive(id)` collects that answer,
-stashing any other answers that arrive first. No trio, pyte or lmdb is imported here, so a
-CLI call starts in tens of milliseconds.
+stashing any other answers that arrive first. `call` returns plain data (dicts and lists);
+`call_typed` checks the params locally against the method's Struct and decodes the answer
+as the method's typed result (vigil.protocol.methods). No trio, pyte or lmdb is imported
+here, so a CLI call starts in tens of milliseconds.
 """
 
 from __future__ import annotations
@@ -16,10 +18,14 @@ from typing import Any
 
 from vigil.protocol import paths
 from vigil.protocol.codec import Encoding
-from vigil.protocol.connection import ClientConnection, Event, Reply
-from vigil.protocol.errors import ErrorCode, RemoteError, RemoteProtocolError, VigilError
+import msgspec
 
-RECEIVE_BYTES = 65536
+from vigil.protocol.api.daemon import LOCAL_PRINCIPAL, HelloResult
+from vigil.protocol.connection import ClientConnection, Event, Reply
+from vigil.protocol.errors import ErrorCode, RemoteError, RemoteProtocolError, VigilError, invalid_request
+from vigil.protocol.methods import lookup
+
+RECEIVE_BYTES = 1 << 20
 
 
 class DaemonUnreachable(VigilError):
@@ -34,12 +40,14 @@ class Client:
 
     def __init__(self, socket_path: str | os.PathLike | None = None, *,
                  encoding: Encoding | str = Encoding.MSGPACK, client_name: str = "vigil",
-                 timeout: float | None = None):
+                 timeout: float | None = None, principal: str = LOCAL_PRINCIPAL,
+                 wait_profile: str = "local"):
         self.socket_path = os.fspath(socket_path or paths.socket_path())
-        self._conn = ClientConnection(encoding=Encoding(encoding), client_name=client_name)
+        self._conn = ClientConnection(encoding=Encoding(encoding), client_name=client_name,
+                                      principal=principal, wait_profile=wait_profile)
         self._replies: dict[int | str | None, Reply] = {}
         self._events: deque[Event] = deque()
-        self.welcome: dict[str, Any] | None = None
+        self.welcome: HelloResult | None = None
         self._sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM | socket.SOCK_CLOEXEC)
         self._sock.settimeout(timeout)
         try:
@@ -49,7 +57,7 @@ class Client:
             raise DaemonUnreachable(_unreachable_message(self.socket_path, exc)) from None
         hello_id, frame = self._conn.hello()
         self._sock.sendall(frame)
-        self.welcome = self.receive(hello_id)
+        self.welcome = self.receive(hello_id, HelloResult)
 
     # -- calls --
 
@@ -62,6 +70,25 @@ class Client:
         """
         return self.receive(self.send(method, params if params is not None else kwargs))
 
+    def call_typed(self, method: str, params: Any) -> Any:
+        """Send one request and return its result decoded as the method's typed Struct.
+
+        `params` is the method's params Struct, or a dict that is checked against it here
+        first (a bad one raises `invalid_request` naming the field, nothing is sent).
+
+        Raises:
+            RemoteError, DaemonUnreachable: as `call`.
+        """
+        entry = lookup(method)
+        if entry is None:
+            raise VigilError(ErrorCode.METHOD_NOT_FOUND, f"unknown method {method!r}")
+        if not isinstance(params, entry.params):
+            try:
+                params = msgspec.convert(params, entry.params)
+            except msgspec.ValidationError as exc:
+                raise invalid_request(f"{exc}", "params") from None
+        return self.receive(self.send(method, params), entry.result_type(params))
+
     def send(self, method: str, params: Any = None) -> int:
         """Send a request without waiting; returns the id to pass to `receive`."""
         request_id, frame = self._conn.request(method, params)
@@ -71,20 +98,28 @@ class Client:
             raise DaemonUnreachable(f"lost the connection to vigild: {exc.strerror}") from None
         return request_id
 
-    def receive(self, request_id: int | str | None) -> Any:
-        """Block until the answer to `request_id` arrives; return its result or raise."""
+    def receive(self, request_id: int | str | None, type_: Any = Any) -> Any:
+        """Block until the answer to `request_id` arrives; return its result (decoded as
+        `type_`) or raise."""
         while request_id not in self._replies:
             self._pump()
         reply = self._replies.pop(request_id)
         if reply.error is not None:
             raise RemoteError(reply.error.code, reply.error.message, reply.error.data)
-        return reply.result
+        return self._conn.decode_result(reply.result, type_)
 
-    def next_event(self) -> Any:
-        """Block until the daemon pushes an event; return its params."""
+    def poll_reply(self, request_id: int | str | None, type_: Any = Any) -> tuple[bool, Any]:
+        """(True, result) if the answer to `request_id` has arrived already, else (False,
+        None); never blocks. Raises like `receive` for an error answer."""
+        if request_id not in self._replies:
+            return False, None
+        return True, self.receive(request_id, type_)
+
+    def next_event(self, type_: Any = Any) -> Any:
+        """Block until the daemon pushes an event; return its params (decoded as `type_`)."""
         while not self._events:
             self._pump()
-        return self._events.popleft().params
+        return self._conn.decode_result(self._events.popleft().params, type_)
 
     def _pump(self) -> None:
         try:
@@ -107,11 +142,18 @@ class Client:
             else:
                 self._replies[message.id] = message
 
-    def pump_once(self) -> list[Any]:
+    def pump_once(self, type_: Any = Any) -> list[Any]:
         """One receive (blocking unless data is ready): returns pushed event params that
-        arrived; replies are kept for `receive`. For select()-driven loops such as attach."""
+        arrived (decoded as `type_`); replies are kept for `receive`. For select()-driven
+        loops such as attach."""
         self._pump()
-        events = [e.params for e in self._events]
+        events = [self._conn.decode_result(e.params, type_) for e in self._events]
+        self._events.clear()
+        return events
+
+    def queued_events(self, type_: Any = Any) -> list[Any]:
+        """Pushed event params that already arrived (decoded as `type_`); never blocks."""
+        events = [self._conn.decode_result(e.params, type_) for e in self._events]
         self._events.clear()
         return events
 

@@ -28,21 +28,35 @@ def default_workspace() -> str:
 
 
 class Scope:
+    """The CLI's thread in one workspace; every call quotes its pair and returns the
+    method's typed result (vigil.protocol.api)."""
+
     def __init__(self, client, workspace: str | None = None):
         self.client = client
-        result = client.call("Initialize", workspace_root=workspace or default_workspace(),
-                             thread_name="cli")
-        self.thread_id = result["thread_id"]
-        self.workspace_root = result["workspace_root"]
+        result = client.call_typed("Initialize", {
+            "workspace_root": workspace or default_workspace(), "thread_name": "cli"})
+        self.thread_id = result.thread_id
+        self.workspace_root = result.workspace_root
 
     def params(self, **extra: Any) -> dict[str, Any]:
         return {"thread_id": self.thread_id, "workspace_root": self.workspace_root, **extra}
 
     def call(self, method: str, **params: Any) -> Any:
-        return self.client.call(method, self.params(**params))
+        return self.client.call_typed(method, self.params(**params))
 
     def execution(self, action: dict[str, Any]) -> Any:
-        return self.client.call("Execution", self.params(action=action))
+        return self.client.call_typed("Execution", self.params(action=action))
 
     def resolve(self, prefix: str) -> str:
-        return self.call("resolve", prefix=prefix)["execution_id"]
+        """The execution id that `prefix` names in this workspace. Not found says where to
+        look: an id of another workspace, or one removed by retention, is not found."""
+        from vigil.protocol.errors import ErrorCode, RemoteError
+
+        try:
+            return self.call("resolve", prefix=prefix).execution_id
+        except RemoteError as exc:
+            if exc.code != ErrorCode.NOT_FOUND:
+                raise
+            raise RemoteError(exc.code, f"no execution {prefix!r} in {self.workspace_root} "
+                              "(`vigil ls --all` lists the ones kept: older ones are removed "
+                              "by retention, and each workspace has its own)", exc.data) from None

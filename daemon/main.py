@@ -9,6 +9,8 @@ with one clear line instead of half-starting. Readiness is announced last — to
 from __future__ import annotations
 
 import argparse
+import contextlib
+import faulthandler
 import logging
 import os
 import signal
@@ -17,32 +19,36 @@ from pathlib import Path
 
 import trio
 
-from vigil.protocol import paths
-from vigil.daemon.settings import SettingsError, load_settings
-from vigil.protocol.version import VERSION
-
 import msgspec
 
-from vigil.daemon.store import Store
-from vigil.protocol.errors import VigilError
-
-from .process import logs, rendezvous, systemd
-from .rpc import authority
-from .rpc.dispatch import Dispatcher
-from .runtime.lifecycle import LifecycleBus
-from .methods import daemon_info, execution, scope
-from .methods import shell as shell_methods
-from .methods import terminal
-from .methods import agent as agent_methods
-from .agent.prompts import PromptService
-from .runtime.manager import RuntimeManager
-from .rpc.scopes import Scopes, ThreadRecord
-from .rpc.server import Server
-from .shell.manager import ShellManager
-from .history.service import Observer
-from .recognize.live import Recognition
+from vigil.daemon.agent.prompts import PromptService
+from vigil.daemon.history.follow import OutputStream
+from vigil.daemon.history.service import ExecutionService
+from vigil.daemon.methods import agent as agent_methods
+from vigil.daemon.methods import daemon_info, execution, scope, shell, terminal
+from vigil.daemon.methods import transcript as transcript_methods
+from vigil.daemon.process import logs, memory, rendezvous, systemd
+from vigil.daemon.process.keeper import keep_reachable
+from vigil.daemon.process.state import DaemonState
 from vigil.daemon.recognize import Registry
-from .process.state import DaemonState
+from vigil.daemon.recognize.live import RecognitionFactory
+from vigil.daemon.rpc.dispatch import Dispatcher
+from vigil.daemon.rpc.scopes import Scopes, ThreadRecord
+from vigil.daemon.rpc.server import Server
+from vigil.daemon.runtime.lifecycle import LifecycleBus
+from vigil.daemon.runtime.manager import RuntimeManager
+from vigil.daemon.settings import Settings, SettingsError, load_settings
+from vigil.daemon.shell.manager import ShellManager
+from vigil.daemon.store import Store
+from vigil.daemon.transcript.agents import AgentLogs
+from vigil.daemon.transcript.fanout import FanOut
+from vigil.daemon.transcript.files import TranscriptFiles
+from vigil.daemon.transcript.observer import TranscriptObserver
+from vigil.daemon.transcript.recorder import Recorder
+from vigil.daemon.telemetry.usage_log import FILE_NAME as USAGE_FILE, UsageLog
+from vigil.protocol import paths
+from vigil.protocol.errors import VigilError
+from vigil.protocol.version import VERSION
 
 log = logging.getLogger("vigild")
 
@@ -62,7 +68,7 @@ def _signal_ready(fd: int | None, message: bytes) -> None:
         os.close(fd)
 
 
-def load_scopes(store: Store) -> Scopes:
+def load_scopes(store: Store, settings: Settings) -> Scopes:
     decoder = msgspec.msgpack.Decoder(ThreadRecord)
     encoder = msgspec.msgpack.Encoder()
     threads = []
@@ -75,77 +81,84 @@ def load_scopes(store: Store) -> Scopes:
     def save(thread: ThreadRecord) -> None:
         store.put_thread(thread.thread_id, encoder.encode(thread))
 
-    return Scopes(threads, save, store.clock)
+    return Scopes(threads, save, store.delete_thread, store.clock, settings)
 
 
 async def serve(state: DaemonState, claim: rendezvous.Claim, ready_fd: int | None,
                 store: Store) -> None:
+    """The composition root: every service is built here, with its collaborators as
+    constructor parameters, and every route installed; nothing is wired anywhere else."""
     settings = state.settings
     bus = LifecycleBus()
-    scopes = load_scopes(store)
-    runtimes = RuntimeManager(store, settings, bus, guardian_dir=paths.guardian_dir(),
-                              log_dir=str(state.state_dir))
-    shells = ShellManager(scopes, store, runtimes, settings,
-                          shell_dir=os.path.join(paths.guardian_dir(), "shells"))
-    runtimes.settle_commands = shells.recover_commands
-    runtimes.on_ended.append(shells.shell_ended)
+    scopes = load_scopes(store, settings)
     registry = Registry()
     for error in registry.errors:
         log.warning("recognizer manifest rejected: %s", error)
+    runtimes = RuntimeManager(store, settings, bus, RecognitionFactory(registry, settings),
+                              guardian_dir=paths.guardian_dir(), log_dir=str(state.state_dir))
+    shells = ShellManager(scopes, store, runtimes, settings,
+                          shell_dir=os.path.join(paths.guardian_dir(), "shells"))
+    transcripts = None
+    if settings.transcripts_enabled:
+        transcripts = Recorder(TranscriptFiles(state.state_dir / "transcripts", settings),
+                               FanOut(settings.subscriber_buffer_events), settings)
+    agent_logs = AgentLogs(transcripts, bus, settings) if transcripts else None
+    executions = ExecutionService(store, runtimes, bus, registry, settings, agent_logs)
+    prompts = PromptService(store, runtimes, registry, settings, transcripts)
+    if transcripts is not None:
+        bus.observe(TranscriptObserver(transcripts, agent_logs, runtimes))
 
-    def recognition_for(live):
-        eid = live.record.execution_id
-        pid = live.record.runtime.child_pid if live.record.runtime else None
-        return Recognition(registry, settings, pid,
-                           lambda state: runtimes.ingest.set_fields(eid, recognized_state=state))
-
-    runtimes.recognition_factory = recognition_for
-    observer = Observer(store, runtimes, bus, registry, settings)
-    dispatcher = Dispatcher()
-
-    def authorize(ctx, method, params):
-        # Scoped calls carry thread_id/workspace_root; the thread's mode and profile decide.
-        thread_id = getattr(params, "thread_id", None)
-        if thread_id is not None and method != "Initialize":
-            authority.check(scopes.check(thread_id, params.workspace_root), method, params)
-
-    dispatcher.authorize = authorize
-    daemon_info.install(dispatcher, state)
-    terminal.install(dispatcher, scopes=scopes, store=store, runtimes=runtimes, settings=settings)
-    shell_methods.install(dispatcher, scopes=scopes, shells=shells, runtimes=runtimes,
-                          settings=settings)
-    scope.install(dispatcher, scopes)
-    execution.install(dispatcher, scopes=scopes, store=store, runtimes=runtimes, bus=bus,
-                      settings=settings, observer=observer)
-    # After Execution: Agent's observation actions delegate to its handler.
-    agent_methods.install(dispatcher, scopes=scopes,
-                          prompts=PromptService(store, runtimes, registry, settings))
+    usage = UsageLog(state.state_dir / USAGE_FILE, settings)
+    dispatcher = Dispatcher(scopes, usage, transcripts)
+    daemon_info.install(dispatcher, state=state, ingest=runtimes.ingest, transcripts=transcripts)
+    scope.install(dispatcher, scopes=scopes, runtimes=runtimes, shells=shells,
+                  transcripts=transcripts)
+    transcript_methods.install(dispatcher, store=store, scopes=scopes, transcripts=transcripts,
+                               settings=settings)
+    execution.install(dispatcher, store=store, runtimes=runtimes, service=executions,
+                      outputs=OutputStream(store, runtimes, bus, settings), settings=settings)
+    terminal.install(dispatcher, store=store, runtimes=runtimes, settings=settings)
+    shell.install(dispatcher, shells=shells, runtimes=runtimes, settings=settings, store=store,
+                  service=executions, prompts=prompts)
+    agent_methods.install(dispatcher, service=executions, prompts=prompts, settings=settings)
     server = Server(state, dispatcher)
     with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
         async with trio.open_nursery() as nursery:
-            await nursery.start(runtimes.run)
+            await nursery.start(usage.run)
+            if transcripts is not None:
+                await nursery.start(agent_logs.run)
+                transcripts.files.prune(force=True)
+            await nursery.start(runtimes.run, shells)
             await nursery.start(server.serve, claim.listener)
+            await nursery.start(keep_reachable, claim, server.adopt,
+                                settings.runtime_dir_settle_seconds,
+                                settings.runtime_dir_retry_seconds)
+            await nursery.start(memory.collect_on_a_timer, settings.gc_collect_seconds,
+                                settings.gc_allocations_max, settings.gc_thaw_seconds)
+            # Logged before readiness is told, so a starter that reads the log after READY
+            # finds this line there.
+            log.info("vigild %s listening on %s (pid %d)", VERSION, state.socket_path, os.getpid())
             systemd.notify("READY=1")
             _signal_ready(ready_fd, READY)
-            log.info("vigild %s listening on %s (pid %d)", VERSION, state.socket_path, os.getpid())
             async for signum in signals:
                 log.info("received %s, shutting down", signal.Signals(signum).name)
                 systemd.notify("STOPPING=1")
                 break
             nursery.cancel_scope.cancel()
+    if transcripts is not None:
+        transcripts.close()
 
 
-def limit_malloc_arenas(arenas: int = 2) -> None:
-    """Cap glibc's malloc arenas. Store reads and writes run in trio worker threads, and
-    glibc gives each thread its own arena (up to 8 per core): under 50 clients the daemon's
-    anonymous memory grew ~14 MiB a round, to 104 MiB, against ~40 MiB flat with two arenas
-    (tests/reliability/test_load.py). A no-op where malloc is not glibc's."""
-    try:
-        import ctypes
-
-        ctypes.CDLL(None).mallopt(-8, arenas)  # M_ARENA_MAX
-    except (OSError, AttributeError):
-        pass
+def _refused(ready_fd: int | None, exc: rendezvous.RendezvousError) -> int:
+    """Tell the log and the starter why we do not take the daemon's place; the exit status.
+    Another daemon already in place is no error for a starter (it connects to that one)."""
+    if isinstance(exc, rendezvous.AlreadyRunning):
+        log.info("%s", exc)
+        _signal_ready(ready_fd, EXISTS)
+        return 0 if ready_fd is not None else 1
+    log.error("%s", exc)
+    _signal_ready(ready_fd, b"ERROR " + str(exc).encode() + b"\n")
+    return 1
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -154,8 +167,12 @@ def main(argv: list[str] | None = None) -> int:
                         help="write READY or EXISTS to this fd once the socket accepts")
     parser.add_argument("--version", action="version", version=f"vigild {VERSION}")
     args = parser.parse_args(argv)
-    limit_malloc_arenas()
+    memory.limit_malloc_arenas()
     logs.setup()
+    # A fatal signal (SIGBUS from a store file cut short under us, SIGSEGV) would otherwise
+    # end the daemon without a line: this dumps "Fatal Python error" and the stacks to
+    # stderr, which is the log (the autostarting CLI shows that line).
+    faulthandler.enable()
     ready_fd = args.ready_fd
     if ready_fd is not None:
         os.set_inheritable(ready_fd, False)
@@ -173,38 +190,25 @@ def main(argv: list[str] | None = None) -> int:
     else:
         socket_path = Path(paths.socket_path())
     lock_path = socket_path.with_name(socket_path.name + ".lock")
-    try:
-        claim = rendezvous.claim(socket_path, lock_path, activated[0] if activated else None)
-    except rendezvous.AlreadyRunning as exc:
-        log.info("%s", exc)
-        _signal_ready(ready_fd, EXISTS)
-        return 0 if ready_fd is not None else 1
-    except rendezvous.RendezvousError as exc:
-        log.error("%s", exc)
-        _signal_ready(ready_fd, b"ERROR " + str(exc).encode() + b"\n")
-        return 1
     state_dir = Path(paths.state_dir())
-    try:
-        rendezvous.ensure_private_dir(state_dir)
-    except rendezvous.RendezvousError as exc:
-        log.error("%s", exc)
-        claim.release()
-        _signal_ready(ready_fd, b"ERROR " + str(exc).encode() + b"\n")
-        return 1
-    try:
-        store = Store.open(state_dir / "store", settings)
-    except VigilError as exc:
-        log.error("cannot open the store: %s", exc.message)
-        claim.release()
-        _signal_ready(ready_fd, b"ERROR " + exc.message.encode() + b"\n")
-        return 1
-    state = DaemonState(settings=settings, socket_path=socket_path, state_dir=state_dir,
-                        socket_activated=bool(activated))
-    try:
+    with contextlib.ExitStack() as held:  # released in reverse order, however we leave
+        try:
+            # The state dir first: a daemon that may not own the store never touches the socket.
+            held.callback(os.close, rendezvous.lock_state_dir(state_dir, socket_path))
+            claim = rendezvous.claim(socket_path, lock_path, activated[0] if activated else None)
+            held.callback(claim.release)
+        except rendezvous.RendezvousError as exc:
+            return _refused(ready_fd, exc)
+        try:
+            store = Store.open(state_dir / "store", settings)
+        except VigilError as exc:
+            log.error("cannot open the store: %s", exc.message)
+            _signal_ready(ready_fd, b"ERROR " + exc.message.encode() + b"\n")
+            return 1
+        held.callback(store.close)
+        state = DaemonState(settings=settings, socket_path=socket_path, state_dir=state_dir,
+                            socket_activated=bool(activated))
         trio.run(serve, state, claim, ready_fd, store)
-    finally:
-        claim.release()
-        store.close()
     log.info("vigild stopped")
     return 0
 

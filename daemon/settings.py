@@ -14,6 +14,8 @@ import os
 import tomllib
 from pathlib import Path
 
+from typing import Annotated
+
 import msgspec
 from msgspec import Meta
 
@@ -24,6 +26,41 @@ from vigil.protocol.settings import int_setting as _r
 
 class Settings(WireLimits, kw_only=True, forbid_unknown_fields=True, frozen=True):
     """All tunables: the wire limits plus the daemon's own."""
+
+    # --- the daemon process: its socket, its runtime dir, its memory ----------------------
+    accept_capacity_pause_seconds: _f(
+        0.001, 10, "pause before retrying an accept that failed for lack of descriptors or "
+        "memory (EMFILE, ENFILE, ENOMEM, ENOBUFS; trio's serve_listeners: 0.1 s)"
+    ) = 0.1
+    runtime_dir_settle_seconds: _f(
+        0.001, 10, "after the runtime dir, socket or lock file is deleted, wait this long "
+        "without further deletions before recreating them, so an `rm -rf` can finish (ours: 0.1 s)"
+    ) = 0.1
+    gc_collect_seconds: _f(
+        1, 86400, "the cycle collector runs on this timer instead of on allocation counts "
+        "(daemon/process/memory.py says why; ours: 5 min)"
+    ) = 300.0
+    gc_thaw_seconds: _f(
+        1, 7 * 86400, "the cycle collector freezes what survives each run; this often a run "
+        "thaws everything first, reclaiming cycles among frozen objects (ours: 1 h)"
+    ) = 3600.0
+    gc_allocations_max: _r(
+        10_000, 1 << 40, "...or as soon as this many more objects are alive than after its last "
+        "run (a backstop against garbage cycles piling up; ours: 1,000,000)"
+    ) = 1_000_000
+    runtime_dir_retry_seconds: _f(
+        0.1, 3600, "retry interval when the runtime dir cannot be recreated (ours: 5 s)"
+    ) = 5.0
+
+    # --- threads (Initialize) ----------------------------------------------------------------
+    threads_per_principal_max: _r(
+        1, 1_000_000, "threads one principal may hold; a new one past it is refused with "
+        "limit_exceeded (ours: 1024)"
+    ) = 1024
+    thread_idle_expiry_seconds: _f(
+        1, 10 * 365 * 86400.0, "a thread no call used for this long is forgotten and answered "
+        "like one that never existed (ours: 30 days)"
+    ) = 30 * 86400.0
 
     # --- guardian ---------------------------------------------------------------------------
     guardian_ring_bytes: _r(64 * KiB, 1024 * MiB, "guardian output ring (DESIGN: 4 MiB)") = 4 * MiB
@@ -45,13 +82,23 @@ class Settings(WireLimits, kw_only=True, forbid_unknown_fields=True, frozen=True
         0, 3600, "an exited guardian waits this long for a (restarting) daemon to connect "
         "before it leaves only its records (ours: 10 s)"
     ) = 10.0
+    guardian_ack_interval_seconds: _f(
+        0, 60, "acknowledge durable output to a guardian at most this often; what is not yet "
+        "acknowledged is what its exit tail holds (ours: 5 s)"
+    ) = 5.0
+    guardian_command_timeout_seconds: _f(0.01, 300, "how long a command (input, signal, resize) waits for its guardian's answer before it is reported unanswered (ours: 5 s)") = 5.0
+    guardian_outbox_bytes: _r(64 * KiB, 1024 * MiB, "commands queued for a guardian that does not read them; more are refused as busy (ours: 4 MiB)") = 4 * MiB
     guardian_exit_wait_seconds: _f(0, 60, "after a guardian's connection ends, how long to wait for it to exit before calling it alive-but-silent") = 2.0
     terminal_rows: _r(2, 1000, "default PTY rows") = 50
     terminal_cols: _r(2, 1000, "default PTY columns") = 200
     terminal_type: str = "xterm-256color"
 
     # --- store and retention (spec: "Retention and recovery") -------------------------------
-    retention_records_per_scope: _r(1, 1_000_000, "records kept per scoped session (spec: 128)") = 128
+    retention_records_per_scope: _r(1, 1_000_000, "records kept per scoped session, not counting the persistent shell and its commands (spec: 128)") = 128
+    retention_shell_commands_per_scope: _r(
+        1, 1_000_000, "persistent-shell records (the shell and its commands) kept per scoped "
+        "session, a pool of their own so they never push runs out (vigil, issue 12: the "
+        "spec's 128 again)") = 128
     retention_output_bytes: _r(4 * KiB, 1024 * MiB, "output kept per execution (spec: 1 MiB)") = 1 * MiB
     retention_screen_bytes: _r(1 * KiB, 16 * MiB, "screen text kept per execution (spec: 64 KiB)") = 64 * KiB
     retention_scope_bytes: _r(64 * KiB, 64 * 1024 * MiB, "output+screen per session (spec: 16 MiB)") = 16 * MiB
@@ -60,6 +107,8 @@ class Settings(WireLimits, kw_only=True, forbid_unknown_fields=True, frozen=True
     store_max_map_bytes: _r(1 * MiB, 1 << 44, "LMDB map size it will not grow beyond") = 64 * 1024 * MiB
     ingest_batch_seconds: _f(0, 1, "longest an ingested chunk waits to be committed (DESIGN: 10 ms)") = 0.010
     ingest_batch_bytes: _r(4 * KiB, 64 * MiB, "commit early once this much output is pending") = 1 * MiB
+    ingest_retry_initial_seconds: _f(0.001, 60, "first pause before a failed commit is retried (ours: 0.1 s, doubling)") = 0.1
+    ingest_retry_max_seconds: _f(0.01, 600, "longest pause between retries of a failing store (ours: 5 s)") = 5.0
     output_chunk_bytes: _r(4 * KiB, 4 * MiB, "output is stored in chunks of about this size") = 64 * KiB
     change_log_entries: _r(1024, 10_000_000, "catalog change entries kept for wait cursors") = 100_000
     store_gaps_kept: _r(1, 65536, "guardian gaps listed per record; older ones are only counted (vigil)") = 64
@@ -70,7 +119,6 @@ class Settings(WireLimits, kw_only=True, forbid_unknown_fields=True, frozen=True
     screen_quiet_cpu_budget: _f(0.01, 1, "share of one core a screen whose output has been idle for screen_idle_seconds may use to catch up and replay to exact (issue 17: exact within 1 s of quiet)") = 0.8
     screen_idle_seconds: _f(0.001, 10, "output idle this long: the flood is over or paused, the screen catches up at screen_quiet_cpu_budget (ours: a flood's reads come every few ms)") = 0.02
     screen_quiet_exact_seconds: _f(0.01, 10, "after this much quiet the screen is exact") = 0.2
-    screen_snapshot_bytes: _r(1 * KiB, 16 * MiB, "largest persisted screen snapshot (spec: 64 KiB)") = 64 * KiB
     # Figures: pyte parses 0.27-0.87 MiB/s (DESIGN.md); the keeper's own parser feeding a pyte
     # screen 1.8-5 MiB/s (tests/bench/bench_screen.py), so 100 ms of CPU is ~200-500 KiB.
     screen_slice_seconds: _f(0.001, 0.1, "longest one screen parse slice holds the trio thread (5 ms)") = 0.005
@@ -84,6 +132,14 @@ class Settings(WireLimits, kw_only=True, forbid_unknown_fields=True, frozen=True
     # --- recognizers ------------------------------------------------------------------------
     idle_debounce_confirmations: _r(1, 100, "observations before working→idle is reported") = 3
     idle_debounce_interval_seconds: _f(0, 10, "spacing of those observations") = 0.1
+    recognize_argv_refresh_seconds: _f(
+        0, 600, "the foreground process's argv is read again when its pid, name or start time "
+        "changes, or after this long (an exec that keeps the name; ours: 10 s)"
+    ) = 10.0
+    recognize_reload_seconds: _f(
+        0, 600, "live recognition looks for changed user manifests at most this often; explain "
+        "and prompts always look (ours: 1 s)"
+    ) = 1.0
 
     # --- prompts and receipts (spec: "Submit a native prompt once") -------------------------
     receipts_per_generation: _r(1, 100000, "receipts per generation (spec: 64)") = 64
@@ -92,8 +148,24 @@ class Settings(WireLimits, kw_only=True, forbid_unknown_fields=True, frozen=True
     # --- persistent shell (BashCommand) -----------------------------------------------------
     canonical_line_max_bytes: _r(64, 65536, "kernel canonical-mode line limit (4,095 chars)") = 4095
     viewer_buffer_bytes: _r(4 * KiB, 256 * MiB, "output queued for one attached viewer before it is dropped") = 4 * MiB
+    follow_buffer_bytes: _r(
+        64 * KiB, 1024 * MiB, "output queued for one `follow` stream (run --wait, logs -f) whose "
+        "reader stalls; past it the oldest bytes become a reported gap (vigil: the guardian "
+        "ring's 4 MiB, so a stall costs what the ring would)") = 4 * MiB
+    follow_stall_seconds: _f(
+        0, 60, "how long a runtime waits for a `follow` reader whose buffer is full (its "
+        "guardian holding the child) before the reader counts as stalled and loses its oldest "
+        "bytes instead (vigil: 2 s, longer than a loaded machine keeps a process waiting)") = 2.0
+    follow_event_bytes: _r(
+        4 * KiB, 8 * MiB, "most output bytes in one `follow` event (vigil: 1 MiB, well under "
+        "the 16 MiB frame)") = 1 * MiB
     shell_start_wait_seconds: _f(0, 60, "input right after a command waits this long for bash to start it") = 2.0
     bash_output_max_bytes: _r(256, 1 << 20, "command output returned by BashCommand (its tail)") = 64 * KiB
+
+    # --- views (what one record may cost in an answer) ---------------------------------------
+    view_list_command_bytes: _r(64, 1 << 20, "command text and argv shown per record in a listing; longer ones are cut and marked (vigil: 2 KiB)") = 2 * KiB
+    view_get_command_bytes: _r(1 * KiB, 8 * MiB, "command text and argv shown by get; longer ones are cut and marked (vigil: 64 KiB)") = 64 * KiB
+    run_name_max_bytes: _r(1, 64 * KiB, "longest execution name accepted by run (vigil: 256)") = 256
 
     # --- conversation recovery --------------------------------------------------------------
     recovery_record_max_bytes: _r(256, 1 << 20, "recovery advice record (spec: 16 KiB)") = 16 * KiB
@@ -113,8 +185,47 @@ class Settings(WireLimits, kw_only=True, forbid_unknown_fields=True, frozen=True
     herdr_read_lines_default: _r(1, 100000, "Herdr read lines default (spec: 100)") = 100
     herdr_read_lines_max: _r(1, 100000, "Herdr read lines maximum (spec: 1000)") = 1000
 
+    # --- usage telemetry (spec: "Workflow telemetry", "Usage metrics") ----------------------
+    usage_log_enabled: Annotated[bool, Meta(description="write the usage log `<state>/usage.jsonl` (vigil: on)")] = True
+    usage_log_max_bytes: _r(64 * KiB, 1 << 40, "usage log size before it is rotated (vigil: 16 MiB)") = 16 * MiB
+    usage_log_files: _r(0, 100, "rotated usage logs kept beside the current one (vigil: 2)") = 2
+    usage_log_flush_seconds: _f(0.01, 60, "longest a usage event waits in memory before it is written (vigil: 0.5 s)") = 0.5
+    usage_log_buffer_events: _r(16, 10_000_000, "usage events held in memory while the disk is slow; newer ones are dropped and counted (vigil: 65,536, ~20 MiB at most)") = 65536
+
     # --- transcripts (seeds/003) ------------------------------------------------------------
     subscriber_buffer_events: _r(1, 1 << 20, "per-subscriber event buffer (seeds/003: 256)") = 256
+    transcripts_enabled: bool = True
+    transcript_retention_seconds: _f(60, 10 * 365 * 86400, "a transcript file is kept this long after its last write (ours: 14 days)") = 14 * 86400.0
+    transcript_total_bytes_max: _r(1 * MiB, 1 << 44, "all transcript files together; past it the oldest are deleted first (ours: 1 GiB)") = 1024 * MiB
+    transcript_prune_interval_seconds: _f(0, 86400, "retention runs at most this often, lazily (ours: 60 s)") = 60.0
+    transcript_open_files_max: _r(1, 65536, "transcript files kept open at once; the least recently written is closed first (ours: 64)") = 64
+    transcript_agent_poll_seconds: _f(0.01, 60, "an agent's session log is looked for and read at least this often while it runs (ours: 0.5 s)") = 0.5
+    transcript_discovery_seconds: _f(0, 86400, "how long an agent's session log is looked for after it is recognized (ours: 10 min)") = 600.0
+    # Agent session logs (reference/agent-session-logs.md): lines of several MB hold base64
+    # images and tool output, Codex `compacted` records reach tens of MB.
+    transcript_line_max_bytes: _r(
+        1 * KiB, 1024 * MiB, "longest agent session-log line read whole; a longer one is "
+        "recorded cut (content not read, `cut_bytes` set) (ours: 4 MiB, above ordinary tool "
+        "output, below the image and compaction lines of the reference page)"
+    ) = 4 * MiB
+    transcript_agent_hold_seconds: _f(
+        0, 3600, "an agent reply spread over several log lines is held this long after the "
+        "log last grew, to merge it by message id; a later line comes out `continued` "
+        "(ours: 5 s; Claude Code writes a reply a block at a time)"
+    ) = 5.0
+    transcript_follow_read_bytes: _r(
+        4 * KiB, 1024 * MiB, "most of an agent log one follow call reads; the caller calls "
+        "again while it is behind (ours: 4 MiB, tens of ms of normalizing)"
+    ) = 4 * MiB
+    transcript_discovery_scan_bytes: _r(
+        64 * KiB, 1024 * MiB, "bytes read from the head, and from the tail, of a candidate "
+        "agent log to find its cwd and times (ours: 8 MiB, two maximal lines)"
+    ) = 8 * MiB
+    transcript_log_mtime_slack_seconds: _f(
+        0, 60, "a candidate agent log modified this much before the execution started is "
+        "still examined (file times come from the kernel's coarse clock; the lines' own "
+        "timestamps are then compared exactly) (ours: 2 s)"
+    ) = 2.0
 
 
 def config_path() -> Path:

@@ -78,3 +78,13 @@ def decode_as(body: bytes | msgspec.Raw, type_: Any, encoding: Encoding, where: 
         raise RemoteProtocolError(
             ErrorCode.INVALID_REQUEST, f"undecodable {encoding.value} body: {exc}"
         ) from None
+    except RecursionError:
+        raise RemoteProtocolError(ErrorCode.INVALID_REQUEST, too_deep(encoding)) from None
+
+
+def too_deep(encoding: Encoding) -> str:
+    """The message for a body nested past the decoder's limit. msgspec decodes nested
+    containers recursively and raises RecursionError at the interpreter's recursion limit
+    (about 1,000 levels), which is neither a DecodeError nor the client's field: every
+    decode of peer bytes must catch it and answer this."""
+    return f"undecodable {encoding.value} body: nested deeper than the decoder's recursion limit"

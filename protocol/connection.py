@@ -6,6 +6,7 @@ on the same `FrameDecoder` and codec, so there is exactly one copy of the framin
 States of a server connection (all transitions are in this file):
 
     AWAIT_HELLO --hello ok--> READY
+    AWAIT_HELLO --a body nested too deep to decode--> AWAIT_HELLO (after invalid_request)
     AWAIT_HELLO --anything else / bad version--> CLOSED (after one error frame)
     READY --frame too large / undecodable envelope--> CLOSED (after one error frame)
 
@@ -20,8 +21,8 @@ from typing import Any
 
 import msgspec
 
-from .codec import Encoding, decode_as, decoder, encoder, sniff_encoding
-from .api.daemon import HelloParams, HelloResult
+from .codec import Encoding, decode_as, decoder, encoder, sniff_encoding, too_deep
+from .api.daemon import LOCAL_PRINCIPAL, HelloParams, HelloResult
 from .envelope import (
     ErrorBody,
     ErrorEnvelope,
@@ -84,6 +85,10 @@ class ServerConnection:
         self.encoding = Encoding.MSGPACK
         self.protocol: int | None = None
         self.client_name = ""
+        #: Whom this connection's calls act for, and the default of its omitted waits
+        #: (from hello; see `HelloParams`).
+        self.principal = LOCAL_PRINCIPAL
+        self.wait_profile = "local"
         self.max_frame_bytes = max_frame_bytes
         self._frames = FrameDecoder(max_frame_bytes)
         self._encoder = encoder(Encoding.MSGPACK)
@@ -125,12 +130,15 @@ class ServerConnection:
         except msgspec.DecodeError as exc:
             return BadRequest(None, ErrorBody(ErrorCode.INVALID_REQUEST.value,
                                               f"undecodable {self.encoding.value} body: {exc}"))
+        except RecursionError:
+            return BadRequest(None, ErrorBody(ErrorCode.INVALID_REQUEST.value,
+                                              too_deep(self.encoding)))
         if envelope.method == "hello":
             return BadRequest(envelope.id, ErrorBody(ErrorCode.INVALID_REQUEST.value,
                                                      "hello was already completed"))
         return RequestReceived(envelope.id, envelope.method, envelope.params)
 
-    def _handshake(self, body: bytes) -> HelloReceived | ConnectionFailed:
+    def _handshake(self, body: bytes) -> HelloReceived | BadRequest | ConnectionFailed:
         self.encoding = sniff_encoding(body)
         self._encoder = encoder(self.encoding)
         self._envelope_decoder = decoder(self.encoding, RequestEnvelope)
@@ -139,6 +147,11 @@ class ServerConnection:
         except msgspec.DecodeError as exc:
             return self._fail(None, ErrorCode.HANDSHAKE_REQUIRED,
                               f"the first frame must be a hello request ({exc})")
+        except RecursionError:
+            # The frame was whole and in sync, only too deep to read: answer it and keep
+            # waiting for a hello the daemon can read.
+            return BadRequest(None, ErrorBody(ErrorCode.INVALID_REQUEST.value,
+                                              too_deep(self.encoding)))
         if envelope.method != "hello":
             return self._fail(envelope.id, ErrorCode.HANDSHAKE_REQUIRED,
                               f"the first request must be 'hello', not {envelope.method!r}")
@@ -163,6 +176,8 @@ class ServerConnection:
             )
         self.protocol = version
         self.client_name = hello.client
+        self.principal = hello.principal
+        self.wait_profile = hello.wait_profile
         return HelloReceived(envelope.id, hello)
 
     def _fail(self, id_, code: ErrorCode, message: str, data: dict | None = None
@@ -190,7 +205,7 @@ class ServerConnection:
 
     def send_error(self, id_: int | str | None, code: ErrorCode | str, message: str,
                    data: dict | None = None) -> bytes:
-        code_s = code.value if isinstance(code, ErrorCode) else code
+        code_s = str(code)
         return encode_frame(self._encoder.encode(ErrorEnvelope(id_, ErrorBody(code_s, message, data or {}))))
 
     def send_event(self, params: Any) -> bytes:
@@ -202,18 +217,36 @@ def _empty(encoding: Encoding) -> bytes:
 
 
 # --- the client side -------------------------------------------------------------------------
+#
+# States of a client connection (all transitions are here):
+#
+#     AWAIT_WELCOME --hello answered--> READY
+#     AWAIT_WELCOME --hello refused--> CLOSED
+#     any --end of stream / undecodable frame--> CLOSED
+#
+# `hello()` is the only request allowed before READY; requests after CLOSED are refused
+# locally (LocalProtocolError), never sent.
+
+
+class ClientState(enum.Enum):
+    AWAIT_WELCOME = "await_welcome"
+    READY = "ready"
+    CLOSED = "closed"
 
 
 class Reply(msgspec.Struct):
-    """The answer to request `id`: exactly one of `result` / `error` is meaningful."""
+    """The answer to request `id`: exactly one of `result` / `error` is meaningful. `result`
+    is raw: decode it with `decode_result` as the type the method answers with."""
 
     id: int | str | None
-    result: Any
+    result: msgspec.Raw | None
     error: ErrorBody | None
 
 
 class Event(msgspec.Struct):
-    params: Any
+    """A pushed event; `params` is raw until decoded (`decode_result`)."""
+
+    params: msgspec.Raw | None
 
 
 class ClientConnection:
@@ -221,22 +254,45 @@ class ClientConnection:
 
     def __init__(self, *, encoding: Encoding = Encoding.MSGPACK, client_name: str = "vigil",
                  max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES,
-                 protocol: tuple[int, int] = (PROTOCOL_MIN, PROTOCOL_MAX)):
+                 protocol: tuple[int, int] = (PROTOCOL_MIN, PROTOCOL_MAX),
+                 principal: str = LOCAL_PRINCIPAL, wait_profile: str = "local"):
         self.encoding = encoding
         self.client_name = client_name
+        self.principal = principal
+        self.wait_profile = wait_profile
         self.protocol_range = protocol
+        self.state = ClientState.AWAIT_WELCOME
+        self.welcome: HelloResult | None = None
         self._frames = FrameDecoder(max_frame_bytes)
         self._encoder = encoder(encoding)
         self._decoder = decoder(encoding, IncomingEnvelope)
         self._next_id = 0
+        self._hello_id: int | None = None
 
     def hello(self) -> tuple[int, bytes]:
+        if self._hello_id is not None:
+            raise LocalProtocolError(ErrorCode.INVALID_REQUEST, "hello was already sent")
         params = HelloParams(protocol=self.protocol_range, encoding=self.encoding.value,
-                             client=self.client_name)
-        return self.request("hello", params)
+                             client=self.client_name, principal=self.principal,
+                             wait_profile=self.wait_profile)
+        self._hello_id, frame = self._request("hello", params)
+        return self._hello_id, frame
 
     def request(self, method: str, params: Any = None) -> tuple[int, bytes]:
-        """Encode a call; returns its id (unique on this connection) and the bytes to send."""
+        """Encode a call; returns its id (unique on this connection) and the bytes to send.
+
+        Raises:
+            LocalProtocolError: before the daemon answered hello, or after the connection
+                closed (`handshake_required` / `unavailable`).
+        """
+        if self.state is ClientState.AWAIT_WELCOME:
+            raise LocalProtocolError(ErrorCode.HANDSHAKE_REQUIRED,
+                                     f"{method!r} before the daemon answered hello")
+        if self.state is ClientState.CLOSED:
+            raise LocalProtocolError(ErrorCode.UNAVAILABLE, "the connection is closed")
+        return self._request(method, params)
+
+    def _request(self, method: str, params: Any) -> tuple[int, bytes]:
         self._next_id += 1
         body = {"id": self._next_id, "method": method, "params": params if params is not None else {}}
         return self._next_id, encode_frame(self._encoder.encode(body))
@@ -245,17 +301,55 @@ class ClientConnection:
         self._frames.feed(data)
 
     def receive_eof(self) -> None:
+        self.state = ClientState.CLOSED
         self._frames.check_eof()
 
     def next_message(self) -> Reply | Event | None:
-        body = self._frames.next_frame()
+        if self.state is ClientState.CLOSED:
+            return None
+        try:
+            body = self._frames.next_frame()
+        except ProtocolError:
+            self.state = ClientState.CLOSED
+            raise
         if body is None:
             return None
         try:
             env = self._decoder.decode(body)
         except msgspec.DecodeError as exc:
+            self.state = ClientState.CLOSED
             raise RemoteProtocolError(ErrorCode.MALFORMED_FRAME,
                                       f"undecodable reply from daemon: {exc}") from None
-        if env.method == "event" and env.id is None and env.result is msgspec.UNSET:
-            return Event(env.params)
-        return Reply(env.id, None if env.result is msgspec.UNSET else env.result, env.error)
+        except RecursionError:
+            self.state = ClientState.CLOSED
+            raise RemoteProtocolError(ErrorCode.MALFORMED_FRAME,
+                                      f"reply from daemon: {too_deep(self.encoding)}") from None
+        if env.method == "event" and env.id is None and not len(env.result):
+            return Event(env.params if len(env.params) else None)
+        reply = Reply(env.id, env.result if len(env.result) else None, env.error)
+        if self.state is ClientState.AWAIT_WELCOME and reply.id == self._hello_id:
+            if reply.error is not None:
+                self.state = ClientState.CLOSED
+            else:
+                self.welcome = self.decode_result(reply.result, HelloResult)
+                self.state = ClientState.READY
+        return reply
+
+    def decode_result(self, raw: msgspec.Raw | None, type_: Any = Any) -> Any:
+        """A raw result or event as `type_` (builtins with the default `Any`).
+
+        Raises:
+            RemoteProtocolError: the daemon's answer does not have the type it should
+                (`malformed_frame`): a daemon/client version skew or a daemon bug.
+        """
+        if raw is None:
+            return None
+        try:
+            return decoder(self.encoding, type_).decode(raw)
+        except msgspec.DecodeError as exc:
+            raise RemoteProtocolError(ErrorCode.MALFORMED_FRAME,
+                                      f"the daemon's answer is not the expected "
+                                      f"{getattr(type_, '__name__', type_)}: {exc}") from None
+        except RecursionError:
+            raise RemoteProtocolError(ErrorCode.MALFORMED_FRAME,
+                                      f"the daemon's answer: {too_deep(self.encoding)}") from None

@@ -50,10 +50,12 @@ class EventEnvelope(msgspec.Struct):
 
 
 class IncomingEnvelope(msgspec.Struct):
-    """What a client receives: any of result, error or event, told apart by their fields."""
+    """What a client receives: any of result, error or event, told apart by their fields.
+    `result` and `params` stay raw until the client decodes them as the type it expects; an
+    empty Raw means the field was absent."""
 
     id: int | str | None = None
-    result: Any = msgspec.UNSET
+    result: msgspec.Raw = msgspec.Raw()
     error: ErrorBody | None = None
     method: str | None = None
-    params: Any = None
+    params: msgspec.Raw = msgspec.Raw()

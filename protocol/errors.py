@@ -13,8 +13,12 @@ import enum
 from typing import Any
 
 
-class ErrorCode(str, enum.Enum):
-    """Every error code on the wire. Adding one is additive; renaming one is a protocol change."""
+class ErrorCode(enum.StrEnum):
+    """Every error code on the wire. Adding one is additive; renaming one is a protocol change.
+
+    A `StrEnum`: a member *is* its wire string (`str(code)`, f-strings and `==` with the
+    string all give the value), so no caller needs `.value`.
+    """
 
     # Framing and handshake (the connection is closed after these).
     FRAME_TOO_LARGE = "frame_too_large"
@@ -47,7 +51,6 @@ class ErrorCode(str, enum.Enum):
     HERDR_USAGE_ERROR = "herdr_usage_error"
     HERDR_INVALID_RESPONSE = "herdr_invalid_response"
     HERDR_EXEC_FAILED = "herdr_exec_failed"
-    SHUTTING_DOWN = "shutting_down"
     INTERNAL = "internal"
 
 
@@ -67,16 +70,16 @@ class VigilError(Exception):
 
     def __init__(self, code: ErrorCode | str, message: str, data: dict[str, Any] | None = None):
         super().__init__(message)
-        self.code = ErrorCode(code) if isinstance(code, str) and code in _CODE_VALUES else code
+        #: An ErrorCode when the string is one (a newer daemon may send codes we do not know).
+        self.code: ErrorCode | str = ErrorCode(code) if code in _CODE_VALUES else str(code)
         self.message = message
         self.data = data or {}
 
     def __str__(self) -> str:
-        code = self.code.value if isinstance(self.code, ErrorCode) else self.code
-        return f"{code}: {self.message}"
+        return f"{self.code}: {self.message}"
 
 
-_CODE_VALUES = {c.value for c in ErrorCode}
+_CODE_VALUES = frozenset(ErrorCode)
 
 
 class ProtocolError(VigilError):

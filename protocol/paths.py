@@ -56,15 +56,18 @@ def daemon_log_path() -> str:
 
 
 class PrivateDirError(ValueError):
-    """A directory that must be private to us is missing, not a directory, not ours, or open
-    to other users. `kind` says which (`missing`, `not_directory`, `foreign`, `open`), so a
-    caller can translate it into its own error code; the message names the path and the fix.
+    """A directory (or file) that must be private to us is missing, not a directory (not a
+    regular file, a symbolic link), not ours, or open to other users. `kind` says which
+    (`missing`, `not_directory`, `not_regular`, `symlink`, `foreign`, `open`), so a caller can
+    translate it into its own error code; the message names the path and the fix.
     """
 
-    def __init__(self, kind: str, message: str):
+    def __init__(self, kind: str, message: str, errno: int | None = None):
         super().__init__(message)
         self.kind = kind
         self.message = message
+        #: The OS error behind a `missing` (cannot create or open), when there was one.
+        self.errno = errno
 
 
 def check_private_dir(path: str, *, create: bool = True) -> None:
@@ -80,10 +83,22 @@ def check_private_dir(path: str, *, create: bool = True) -> None:
     import stat
 
     if create:
-        try:
-            os.makedirs(path, mode=0o700, exist_ok=True)
-        except OSError as exc:
-            raise PrivateDirError("missing", f"cannot create {path}: {exc.strerror}") from None
+        # Every level it creates is 0700, not only the last (os.makedirs gives the parents
+        # the umask's mode): a guardian recreating `<runtime>/guardians/records` after an
+        # `rm -rf <runtime>` must not leave a runtime dir the daemon then refuses as open.
+        missing = []
+        parent = os.path.abspath(path)
+        while not os.path.lexists(parent):
+            missing.append(parent)
+            parent = os.path.dirname(parent)
+        for level in reversed(missing):
+            try:
+                os.mkdir(level, 0o700)
+            except FileExistsError:
+                pass  # created meanwhile (the daemon and a guardian may race): checked below
+            except OSError as exc:
+                raise PrivateDirError("missing", f"cannot create {path}: {exc.strerror}",
+                                      exc.errno) from None
     try:
         st = os.lstat(path)
     except OSError as exc:
@@ -96,3 +111,41 @@ def check_private_dir(path: str, *, create: bool = True) -> None:
     if st.st_mode & 0o077:
         raise PrivateDirError("open", f"refusing {path}: mode {stat.S_IMODE(st.st_mode):04o} "
                                       f"lets other users in; it must be 0700 (chmod 700 {path})")
+
+
+def open_private_file(path: str, flags: int, mode: int = 0o600) -> int:
+    """Open one of vigil's own files (a lock, a log, a record): never through a symbolic
+    link, and only if what is there is a regular file of ours. Returns the fd.
+
+    A link planted where vigil keeps a file would otherwise have vigil write to (or
+    truncate) whatever it points to with the user's rights. `O_NOFOLLOW` refuses the link in
+    the open itself (no check-then-open race); `O_NONBLOCK` keeps a FIFO planted there from
+    blocking the open, and the `fstat` refuses it (and a file of another user) afterwards.
+
+    Raises:
+        PrivateDirError: kind `symlink`, `not_regular`, `foreign` or `missing`; the message
+            names the path and says to remove it.
+    """
+    import errno
+    import stat
+
+    try:
+        fd = os.open(path, flags | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, mode)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:  # the last component is a symbolic link
+            raise PrivateDirError("symlink", f"refusing {path}: it is a symbolic link; vigil opens "
+                                             "its own files only (remove it)") from None
+        raise PrivateDirError("missing", f"cannot open {path}: {exc.strerror}", exc.errno) from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise PrivateDirError("not_regular", f"refusing {path}: it is not a regular file "
+                                                 "(remove it)")
+        if st.st_uid != os.getuid():
+            raise PrivateDirError("foreign", f"refusing {path}: owned by uid {st.st_uid}, not by "
+                                             f"uid {os.getuid()} (remove it)")
+        os.set_blocking(fd, True)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd

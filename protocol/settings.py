@@ -65,7 +65,20 @@ class WireLimits(msgspec.Struct, kw_only=True, forbid_unknown_fields=True, froze
     zero_deadline_budget_seconds: _f(0.001, 5, "budget granted to a zero deadline (spec: 250 ms)") = 0.25
     wait_ids_max: _r(1, 1024, "execution ids per wait (spec: 32)") = 32
     wait_timeout_max: _f(0, 300, "wait timeout maximum (spec: 30 s)") = 30.0
-    wait_timeout_default: _f(0, 300, "wait timeout when omitted (spec: 5 s locally)") = 5.0
+    wait_timeout_default: _f(0, 300, "wait timeout when omitted (spec: 5 s locally and for Claude HTTP)") = 5.0
+    wait_timeout_default_long: _f(0, 300, "omitted waits of ChatGPT/Codex HTTP clients (spec: 50 s), capped at each action's maximum") = 50.0
+
+    # --- transcripts (seeds/003) ------------------------------------------------------------
+    transcript_page_bytes_default: _r(1024, 64 * MiB, "transcript events per page, in bytes of their JSON lines (vigil: 256 KiB)") = 256 * KiB
+    transcript_page_bytes_max: _r(1024, 64 * MiB, "largest transcript page a caller may ask for (vigil: 4 MiB)") = 4 * MiB
+
+    # --- threads (Initialize) ----------------------------------------------------------------
+    thread_name_max_bytes: _r(
+        1, 64 * KiB, "longest thread_name accepted, in UTF-8 bytes (ours: 256; 300 threads "
+        "named with 1 MB each once cost the daemon 300 MB)"
+    ) = 256
+    thread_tools_max: _r(1, 1024, "tools one thread's allowlist may name (ours: 16; the spec has 3)") = 16
+    tool_name_max_bytes: _r(1, 4096, "longest tool name in an allowlist, in UTF-8 bytes (ours: 64)") = 64
 
     # --- request limits a client can check before sending ---------------------------------
     prompt_text_max_bytes: _r(1, 1 << 20, "prompt text limit (spec: 16 KiB)") = 16 * KiB
@@ -74,6 +87,20 @@ class WireLimits(msgspec.Struct, kw_only=True, forbid_unknown_fields=True, froze
     bash_wait_max_seconds: _f(0, 3600, "largest wait_for_seconds accepted") = 300.0
     bash_text_max_bytes: _r(1, 1 << 20, "text accepted by one send_text/command") = 64 * KiB
     screen_history_lines_max: _r(0, 1_000_000, "scrollback lines one `screen` call may ask for (issue 17: the 10,000 kept by default)") = 10_000
+
+
+#: Wait profiles whose omitted waits take `wait_timeout_default_long` (spec: "50 for
+#: ChatGPT/Codex HTTP"); the others (`local`, `claude`) take each action's own default.
+LONG_WAIT_PROFILES = frozenset({"chatgpt", "codex"})
+
+
+def omitted_wait(limits: "WireLimits", profile: str, default: float, maximum: float) -> float:
+    """The timeout an omitted wait gets for a caller of `profile`: the action's `default`,
+    or the long profiles' default — never above the action's `maximum`. (An explicit
+    timeout is never raised: this is only for omitted ones.)"""
+    if profile in LONG_WAIT_PROFILES:
+        default = limits.wait_timeout_default_long
+    return min(default, maximum)
 
 
 #: The defaults, for clients (which never read config.toml).

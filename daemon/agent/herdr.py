@@ -46,6 +46,16 @@ import msgspec
 import trio
 
 from vigil.daemon.settings import DEFAULTS, Settings
+from vigil.protocol.api.agent import (
+    HerdrAgent,
+    HerdrExplainData,
+    HerdrGetData,
+    HerdrListData,
+    HerdrPromptData,
+    HerdrReadData,
+    HerdrTarget,
+    HerdrWaitData,
+)
 
 from .herdr_config import HerdrBinding, HerdrConfig, load_herdr_config_from_environ
 from .herdr_errors import HerdrError, InputSent
@@ -59,26 +69,6 @@ AGENT_STATES: tuple[str, ...] = ("idle", "working", "blocked", "done", "unknown"
 #: herdr's default `--until` set when none is given (reference §1, wait).
 _DEFAULT_UNTIL = ("idle", "done", "blocked")
 
-#: herdr CLI error codes (reference §1, exit 1). Anything else is reported as "unrecognized".
-_KNOWN_CLI_CODES = frozenset(
-    {
-        "server_not_running",
-        "protocol_mismatch",
-        "pane_not_found",
-        "agent_not_found",
-        "agent_target_ambiguous",
-        "agent_not_ready",
-        "agent_blocked",
-        "empty_agent_prompt",
-        "agent_prompt_failed",
-        "agent_prompt_stalled",
-        "timeout",
-        "agent_not_running",
-        "agent_not_idle",
-        "agent_explain_unavailable",
-        "internal_error",
-    }
-)
 #: Codes herdr returns before a prompt's text is sent (the server checks them first).
 _PROMPT_NOT_SENT_CODES = frozenset(
     {
@@ -92,6 +82,16 @@ _PROMPT_NOT_SENT_CODES = frozenset(
         "empty_agent_prompt",
     }
 )
+#: herdr CLI error codes (reference §1, exit 1). Anything else is reported as "unrecognized".
+_KNOWN_CLI_CODES = _PROMPT_NOT_SENT_CODES | {
+    "agent_prompt_failed",
+    "agent_prompt_stalled",
+    "timeout",
+    "agent_not_running",
+    "agent_not_idle",
+    "agent_explain_unavailable",
+    "internal_error",
+}
 _NOT_FOUND_CODES = frozenset({"pane_not_found", "agent_not_found", "agent_not_running"})
 _UNAVAILABLE_CODES = frozenset({"server_not_running", "protocol_mismatch"})
 
@@ -156,22 +156,13 @@ _ERROR = msgspec.json.Decoder(_CliErrorEnvelope)
 _JSON_ENCODER = msgspec.json.Encoder()
 
 
-def _view(info: _AgentInfo) -> dict[str, Any]:
+def _view(info: _AgentInfo) -> HerdrAgent:
     """The AgentInfo fields a caller sees: identity, lifecycle and labels."""
-    return {
-        "agent_status": info.agent_status,
-        "agent": info.agent,
-        "display_agent": info.display_agent,
-        "name": info.name,
-        "title": info.title,
-        "cwd": info.cwd,
-        "terminal_id": info.terminal_id,
-        "pane_id": info.pane_id,
-        "tab_id": info.tab_id,
-        "workspace_id": info.workspace_id,
-        "focused": info.focused,
-        "state_change_seq": info.state_change_seq,
-    }
+    return HerdrAgent(
+        agent_status=info.agent_status, agent=info.agent, display_agent=info.display_agent,
+        name=info.name, title=info.title, cwd=info.cwd, terminal_id=info.terminal_id,
+        pane_id=info.pane_id, tab_id=info.tab_id, workspace_id=info.workspace_id,
+        focused=info.focused, state_change_seq=info.state_change_seq)
 
 
 class _Target(msgspec.Struct, frozen=True):
@@ -234,7 +225,7 @@ class HerdrBackend:
             )
         return HerdrScope(self, binding)
 
-    async def list(self, principal_key: str, workspace_root: str) -> dict[str, Any]:
+    async def list(self, principal_key: str, workspace_root: str) -> HerdrListData:
         return await self.scope(principal_key, workspace_root).list()
 
     def child_environment(self) -> dict[str, str]:
@@ -274,7 +265,7 @@ class HerdrScope:
 
     # --- actions ----------------------------------------------------------------------------
 
-    async def list(self) -> dict[str, Any]:
+    async def list(self) -> HerdrListData:
         """Configured targets of this binding (sorted by alias) with their live state.
 
         At most ``herdr_list_targets_max`` (spec: 32) targets and ``herdr_list_bytes_max``
@@ -290,31 +281,32 @@ class HerdrScope:
         if targets:
             result = await self._json(["agent", "list"], self._b.deadline(), "agent_list", _AgentListResult)
             infos = result.agents
-        header = {"backend": "herdr", "action": "list", "targets": [], "truncated": True}
+        header = HerdrListData(targets=[], truncated=True)
         budget = s.herdr_list_bytes_max - len(_JSON_ENCODER.encode(header))
-        entries: list[dict[str, Any]] = []
+        entries: list[HerdrTarget] = []
         for t in targets:
             matching = [i for i in infos if t.matches(i)]
             if len(matching) > 1:
                 raise HerdrError("herdr_invalid_response", f"herdr listed target `{t.alias}` more than once")
-            entry = {"target": t.alias, "found": bool(matching), "agent": _view(matching[0]) if matching else None}
+            entry = HerdrTarget(target=t.alias, found=bool(matching),
+                                agent=_view(matching[0]) if matching else None)
             cost = len(_JSON_ENCODER.encode(entry)) + 1  # +1: the separating comma
             if cost > budget:
                 truncated = True
                 break
             budget -= cost
             entries.append(entry)
-        return {"backend": "herdr", "action": "list", "targets": entries, "truncated": truncated}
+        return HerdrListData(targets=entries, truncated=truncated)
 
-    async def get(self, alias: str) -> dict[str, Any]:
+    async def get(self, alias: str) -> HerdrGetData:
         t = self._lookup(alias)
         deadline = self._b.deadline()
         handle = await self._handle(t, deadline)
         result = await self._json(["agent", "get", handle], deadline, "agent_info", _AgentResult)
         self._check_identity(t, result.agent)
-        return {"backend": "herdr", "action": "get", "target": alias, "agent": _view(result.agent)}
+        return HerdrGetData(target=alias, agent=_view(result.agent))
 
-    async def read(self, alias: str, lines: int | None = None) -> dict[str, Any]:
+    async def read(self, alias: str, lines: int | None = None) -> HerdrReadData:
         """Recent text (herdr's ``recent`` source) of at most ``lines`` rendered rows.
 
         ``lines`` defaults to ``herdr_read_lines_default`` (spec: 100) and is capped at
@@ -339,17 +331,11 @@ class HerdrScope:
         if run.stdout_overflow:
             cut = data.find(b"\n")
             data = data[cut + 1 :] if cut >= 0 else data
-        return {
-            "backend": "herdr",
-            "action": "read",
-            "target": alias,
-            "source": "recent",
-            "lines": lines,
-            "text": data.decode("utf-8", errors="replace"),
-            "truncated": run.stdout_overflow,
-        }
+        return HerdrReadData(target=alias, source="recent", lines=lines,
+                             text=data.decode("utf-8", errors="replace"),
+                             truncated=run.stdout_overflow)
 
-    async def explain(self, alias: str) -> dict[str, Any]:
+    async def explain(self, alias: str) -> HerdrExplainData:
         """herdr's recognizer explanation (``agent explain --json``), as herdr shaped it."""
         t = self._lookup(alias)
         deadline = self._b.deadline()
@@ -362,9 +348,9 @@ class HerdrScope:
             obj = None
         if not isinstance(obj, dict) or not isinstance(obj.get("state"), str):
             raise HerdrError("herdr_invalid_response", "herdr explain did not print a JSON object with `state`")
-        return {"backend": "herdr", "action": "explain", "target": alias, "explain": obj}
+        return HerdrExplainData(target=alias, explain=obj)
 
-    async def prompt(self, alias: str, text: str, prompt_id: str | None = None) -> dict[str, Any]:
+    async def prompt(self, alias: str, text: str, prompt_id: str | None = None) -> HerdrPromptData:
         """Submit ``text`` and Enter once. Never resent, whatever happens.
 
         Returns ``delivery="submitted", input_sent=true`` with the AgentInfo herdr reported,
@@ -387,31 +373,29 @@ class HerdrScope:
         deadline = self._b.deadline()
         handle = await self._handle(t, deadline)
         run = await self._b.run(["agent", "prompt", handle, text], deadline)
-        base = {"backend": "herdr", "action": "prompt", "target": alias}
+
+        def uncertain(reason: str, code: str | None = None) -> HerdrPromptData:
+            return HerdrPromptData(target=alias, delivery="uncertain", input_sent="unknown",
+                                   reason=reason, herdr_error_code=code)
+
         if run.timed_out or run.stdout_overflow:
-            reason = "deadline_exceeded" if run.timed_out else "output_too_large"
-            return {**base, "delivery": "uncertain", "input_sent": "unknown", "reason": reason}
+            return uncertain("deadline_exceeded" if run.timed_out else "output_too_large")
         if run.returncode != 0:
             code = _cli_error_code(run)
             if run.returncode == 2 or code in _PROMPT_NOT_SENT_CODES:
                 self._raise_for_failure(run)  # definite: herdr refused before sending
-            return {
-                **base,
-                "delivery": "uncertain",
-                "input_sent": "unknown",
-                "reason": "cli_error",
-                "herdr_error_code": code,
-            }
+            return uncertain("cli_error", code)
         try:
             result = self._decode(run, "agent_prompted", _AgentResult)
         except HerdrError:
-            return {**base, "delivery": "uncertain", "input_sent": "unknown", "reason": "invalid_response"}
+            return uncertain("invalid_response")
         self._check_identity(t, result.agent, input_sent=True)
-        return {**base, "delivery": "submitted", "input_sent": True, "agent": _view(result.agent)}
+        return HerdrPromptData(target=alias, delivery="submitted", input_sent=True,
+                               agent=_view(result.agent))
 
     async def wait(
         self, alias: str, until: Sequence[str] | None = None, timeout_seconds: float | None = None
-    ) -> dict[str, Any]:
+    ) -> HerdrWaitData:
         """Wait until the target's status is in ``until`` (herdr default: idle, done, blocked).
 
         The wait is capped by the operation deadline (a larger ``timeout_seconds`` does not
@@ -438,15 +422,17 @@ class HerdrScope:
             args += ["--until", s]
         args += ["--timeout", str(timeout_ms)]
         run = await self._b.run(args, deadline)
-        base = {"backend": "herdr", "action": "wait", "target": alias, "capped": wanted_ms > room_ms}
+        capped = wanted_ms > room_ms
         if run.returncode == 1 and _cli_error_code(run) == "timeout":
-            return {**base, "condition_met": False, "reason": "timeout", "agent": None}
+            return HerdrWaitData(target=alias, capped=capped, condition_met=False,
+                                 reason="timeout", agent=None)
         self._raise_for_failure(run)
         result = self._decode(run, "agent_info", _AgentResult)
         self._check_identity(t, result.agent)
         if result.agent.agent_status not in (states or _DEFAULT_UNTIL):
             raise HerdrError("herdr_invalid_response", "herdr wait returned a status outside `until`")
-        return {**base, "condition_met": True, "reason": None, "agent": _view(result.agent)}
+        return HerdrWaitData(target=alias, capped=capped, condition_met=True, reason=None,
+                             agent=_view(result.agent))
 
     # --- helpers ----------------------------------------------------------------------------
 

@@ -10,7 +10,10 @@ Order of a submission, and why:
    mid-send leaves an honest "uncertain", never a silent resend.
 4. The text is written (inside bracketed paste when the program enabled DECSET 2004), then
    Enter as a separate write after `prompt_enter_settle_seconds` (Ink-based TUIs drop an
-   Enter glued to the text). Both written → `delivered`.
+   Enter glued to the text). Both accepted by the guardian (it answers every numbered
+   command) → `delivered`; the text refused whole (its input buffer is full, the child
+   exited) → `refused`; no answer in time, or the text in and Enter refused → `uncertain`.
+   A guardian too old to confirm (protocol v1) is refused up front: no silent fallback.
 5. Activity is strict: only a recognizer detection of work (`busy`) or approval after the
    Enter counts. If the text itself resembles a work/approval marker of the manifest, echo
    could fake that, so activity stays `unconfirmed` for the receipt's lifetime.
@@ -29,11 +32,14 @@ import trio
 from vigil.daemon.recognize import Registry, marker_resembles
 from vigil.daemon.store import ExecutionNotFound, Store, parse_execution_id
 from vigil.protocol.api.agent import AgentParams, Receipt
+from vigil.protocol.api.shell import PromptResult, TurnResult
 from vigil.protocol.errors import ErrorCode, VigilError, invalid_request
 from vigil.daemon.settings import Settings
 
 from ..recognize.live import recognition_input
+from ..telemetry.phases import phase
 from ..runtime.manager import RuntimeManager
+from ..transcript.recorder import Recorder
 
 _PROMPT_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}")
 _encoder = msgspec.msgpack.Encoder()
@@ -49,7 +55,11 @@ class _Watch:
     """Follows detections after the Enter and decides activity and the wait's condition."""
 
     def __init__(self, wait_for: list[str], resembles: bool, generation: int, live,
-                 registry: Registry | None = None, recognizer: str = "auto"):
+                 registry: Registry | None = None, recognizer: str = "auto",
+                 strict: bool = True):
+        #: strict: awaiting_input counts only after activity (a prompt's wait); not strict:
+        #: any requested state ends it (a plain turn wait).
+        self.strict = strict
         self.registry = registry
         self.recognizer = recognizer
         self.wait_for = set(wait_for)
@@ -74,7 +84,8 @@ class _Watch:
                 self.changed.set()
         if detection.state == "awaiting_approval" and "awaiting_approval" in self.wait_for:
             self._decide("awaiting_approval")
-        elif reported == "awaiting_input" and self.activity and "awaiting_input" in self.wait_for:
+        elif (reported == "awaiting_input" and (self.activity or not self.strict)
+              and "awaiting_input" in self.wait_for):
             self._decide("awaiting_input")
 
     def _decide(self, condition: str) -> None:
@@ -83,13 +94,27 @@ class _Watch:
             self.changed.set()
 
 
+def _verdict(watch: _Watch, delivery: str) -> tuple[str, str, str]:
+    """(activity, its reason, condition) of a prompt once its wait ended."""
+    if watch.activity and not watch.resembles:
+        activity, reason = "confirmed", "work or approval observed after submission"
+    elif watch.resembles:
+        activity, reason = "unconfirmed", "the text resembles a work or approval marker"
+    else:
+        activity, reason = "unconfirmed", "no work or approval observed after submission"
+    condition = watch.condition or ("timed_out" if delivery == "delivered" else "pending")
+    return activity, reason, condition
+
+
 class PromptService:
     def __init__(self, store: Store, runtimes: RuntimeManager, registry: Registry,
-                 settings: Settings):
+                 settings: Settings, transcripts: Recorder | None = None):
         self.store = store
         self.runtimes = runtimes
         self.registry = registry
         self.settings = settings
+        #: Told of every delivered prompt (a turn of the agent starts: `message.user`).
+        self.transcripts = transcripts
 
     def _validate(self, params: AgentParams, *, need_text: bool) -> tuple[str, str, float]:
         s = self.settings
@@ -122,7 +147,8 @@ class PromptService:
         return rec
 
     async def _load(self, eid: str, generation: int, prompt_id: str) -> Receipt | None:
-        raw = await trio.to_thread.run_sync(self.store.get_receipt, eid, generation, prompt_id)
+        with phase("catalog"):
+            raw = await trio.to_thread.run_sync(self.store.get_receipt, eid, generation, prompt_id)
         return None if raw is None else _decoder.decode(raw)
 
     async def _save(self, receipt: Receipt) -> None:
@@ -144,23 +170,7 @@ class PromptService:
                                  "payload in this generation; choose a new prompt_id",
                                  {"prompt_id": prompt_id})
             return existing, True
-        live = self.runtimes.live.get(eid)
-        if live is None or live.screen is None or rec.is_terminal:
-            raise VigilError(ErrorCode.CONFLICT, "the target is not running",
-                             {"execution_id": eid, "status": rec.status})
-        keeper = live.screen.keeper
-        while keeper.process(0.05):
-            pass
-        snap = keeper.snapshot()
-        self.registry.reload_if_changed()
-        detection = self.registry.detect(
-            params.recognizer, recognition_input(snap, rec.runtime.child_pid if rec.runtime else None))
-        if detection.state != "awaiting_input":
-            raise VigilError(ErrorCode.BUSY,
-                             f"the target is not ready for input: recognizer "
-                             f"{detection.recognizer!r} says {detection.state!r}",
-                             {"state": detection.state, "recognizer": detection.recognizer,
-                              "rule": detection.rule, "input_sent": False})
+        live, snap, detection = self._ready(rec, params.recognizer)
         resembles = marker_resembles(params.text, self.registry.get(detection.recognizer))
         now = self.store.clock()
         wait_for = list(params.wait_for or DEFAULT_WAIT_FOR)
@@ -174,29 +184,89 @@ class PromptService:
         await self._save(receipt)  # LIMIT_EXCEEDED past receipts_per_generation: nothing sent
         watch = _Watch(wait_for, resembles, rec.generation, live, self.registry,
                        params.recognizer)
-        text = params.text.encode("utf-8", "surrogateescape")
-        body = b"\x1b[200~" + text + b"\x1b[201~" if snap.bracketed_paste else text
+        delivery, why = await self._deliver_and_wait(eid, live, snap, params.text, watch, timeout)
+        receipt = self._conclude(receipt, watch, delivery, why)
+        await self._save(receipt)
+        return receipt, False
+
+    def _ready(self, rec, recognizer: str):
+        """The target's live runtime, its current screen and detection, if it waits for
+        input now; else `conflict` (not running), `unavailable` (a guardian that cannot
+        confirm delivery) or `busy` (not waiting for input) — nothing sent in each case."""
+        eid = rec.execution_id
+        live = self.runtimes.live.get(eid)
+        if live is None or live.screen is None or rec.is_terminal:
+            raise VigilError(ErrorCode.CONFLICT, "the target is not running",
+                             {"execution_id": eid, "status": rec.status})
+        if live.link is not None and not live.link.confirms:
+            # spec: a missing capability on an older guardian is explicit; no silent
+            # fallback to unprotected raw input.
+            raise VigilError(ErrorCode.UNAVAILABLE,
+                             "the target's guardian (protocol v1) cannot confirm delivery, "
+                             "which prompts need; restart the execution under this vigil",
+                             {"execution_id": eid, "input_sent": False})
+        snap, detection = self._detect(rec, live, recognizer)
+        if detection.state != "awaiting_input":
+            raise VigilError(ErrorCode.BUSY,
+                             f"the target is not ready for input: recognizer "
+                             f"{detection.recognizer!r} says {detection.state!r}",
+                             {"state": detection.state, "recognizer": detection.recognizer,
+                              "rule": detection.rule, "input_sent": False})
+        return live, snap, detection
+
+    def _detect(self, rec, live, recognizer: str):
+        """The live screen, parsed up to now, and what `recognizer` says about it."""
+        keeper = live.screen.keeper
+        keeper.catch_up()
+        snap = keeper.snapshot()
+        self.registry.reload_if_changed()
+        return snap, self.registry.detect(
+            recognizer, recognition_input(snap, rec.runtime.child_pid if rec.runtime else None))
+
+    async def _deliver_and_wait(self, eid: str, live, snap, text: str, watch: _Watch,
+                                timeout: float) -> tuple[str, str | None]:
+        """Write the text (bracketed when the program asked for it), then Enter, then wait
+        for `watch` to decide; returns (delivery, why not delivered)."""
+        data = text.encode("utf-8", "surrogateescape")
+        body = b"\x1b[200~" + data + b"\x1b[201~" if snap.bracketed_paste else data
+        delivery, why = "uncertain", None
         try:
-            await self.runtimes.send_input(eid, body)
+            try:
+                with phase("native_prompt_rpc"):
+                    await self.runtimes.send_input(eid, body)
+            except VigilError as exc:
+                # The guardian refused the text whole (nothing of it was written), or did
+                # not answer in time (it may still write it: uncertain, never resent).
+                refused = exc.code not in (ErrorCode.TIMEOUT, ErrorCode.BUSY)
+                delivery, why = ("refused" if refused else "uncertain"), exc.message
+                raise
+            if self.transcripts is not None:
+                # The text passed vigil's seam: the turn starts with it (before Enter, so the
+                # agent's own account of the prompt always follows it in the transcript).
+                self.transcripts.prompt_delivered(eid, text)
             await trio.sleep(self.settings.prompt_enter_settle_seconds)
             if live.recognition is not None:
                 live.recognition.listeners.append(watch.on_detection)
-            await self.runtimes.send_input(eid, b"\r")
+            try:
+                with phase("native_prompt_rpc"):
+                    await self.runtimes.send_input(eid, b"\r")
+            except VigilError as exc:
+                # The text is in; whether Enter followed is not known for sure.
+                why = f"the text was accepted but Enter was not: {exc.message}"
+                raise
             delivery = "delivered"
         except VigilError:
-            delivery = "uncertain"
+            pass
         try:
             if delivery == "delivered":
                 await self._wait(watch, live, timeout)
         finally:
             if live.recognition is not None and watch.on_detection in live.recognition.listeners:
                 live.recognition.listeners.remove(watch.on_detection)
-        receipt = self._conclude(receipt, watch, delivery)
-        await self._save(receipt)
-        return receipt, False
+        return delivery, why
 
     async def _wait(self, watch: _Watch, live, timeout: float) -> None:
-        with trio.move_on_after(timeout):
+        with phase("wait_sleep"), trio.move_on_after(timeout):
             async with trio.open_nursery() as nursery:
                 async def ended():
                     await live.done.wait()
@@ -207,17 +277,68 @@ class PromptService:
                     await watch.changed.wait()
                 nursery.cancel_scope.cancel()
 
-    def _conclude(self, receipt: Receipt, watch: _Watch, delivery: str) -> Receipt:
-        if watch.activity and not watch.resembles:
-            activity, reason = "confirmed", "work or approval observed after submission"
-        elif watch.resembles:
-            activity, reason = "unconfirmed", "the text resembles a work or approval marker"
-        else:
-            activity, reason = "unconfirmed", "no work or approval observed after submission"
-        condition = watch.condition or ("timed_out" if delivery == "delivered" else "pending")
-        return msgspec.structs.replace(receipt, delivery=delivery, activity=activity,
-                                       activity_reason=reason, condition=condition,
-                                       updated_at_unix_ms=self.store.clock())
+    def _conclude(self, receipt: Receipt, watch: _Watch, delivery: str, why: str | None) -> Receipt:
+        activity, reason, condition = _verdict(watch, delivery)
+        return msgspec.structs.replace(receipt, delivery=delivery, delivery_reason=why,
+                                       activity=activity, activity_reason=reason,
+                                       condition=condition, updated_at_unix_ms=self.store.clock())
+
+    # --- BashCommand's generic prompt and turn wait ------------------------------------------
+
+    async def submit(self, scope: str, eid: str, text: str, *, recognizer: str,
+                     wait_for: list[str] | None, timeout: float) -> PromptResult:
+        """Type `text` and Enter into `eid` when it waits for input, then wait (strictly:
+        activity first) for its turn. The same delivery and activity rules as a native
+        prompt, without a receipt: nothing is stored, nothing deduplicated."""
+        await self.runtimes.ingest.flush()
+        rec = await self._record(scope, eid)
+        live, snap, detection = self._ready(rec, recognizer)
+        resembles = marker_resembles(text, self.registry.get(detection.recognizer))
+        watch = _Watch(list(wait_for or DEFAULT_WAIT_FOR), resembles, rec.generation, live,
+                       self.registry, recognizer)
+        delivery, why = await self._deliver_and_wait(eid, live, snap, text, watch, timeout)
+        activity, reason, condition = _verdict(watch, delivery)
+        return PromptResult(execution_id=eid, generation=rec.generation, delivery=delivery,
+                            activity=activity, activity_reason=reason, condition=condition,
+                            bracketed_paste=snap.bracketed_paste,
+                            effective_timeout_seconds=timeout, delivery_reason=why)
+
+    async def wait_for_turn(self, scope: str, eid: str, *, recognizer: str,
+                            wait_for: list[str] | None, timeout: float) -> TurnResult:
+        """Until `eid` reaches a `wait_for` state (at once if it already has: no activity
+        is needed), exits, or `timeout` passes. With `auto`, the reported (debounced) state
+        decides, as `list` and `wait` see it; a named recognizer judges each screen."""
+        states = list(wait_for or DEFAULT_WAIT_FOR)
+        await self.runtimes.ingest.flush()
+        rec = await self._record(scope, eid)
+        live = self.runtimes.live.get(eid)
+
+        def answer(condition: str, state: str) -> TurnResult:
+            return TurnResult(execution_id=eid, generation=rec.generation, condition=condition,
+                              state=state, recognizer=recognizer, effective_timeout_seconds=timeout,
+                              wait_for=states)
+
+        if live is None or live.screen is None or rec.is_terminal:
+            return answer("exited", "exited")
+        _, detection = self._detect(rec, live, recognizer)
+        now = rec.recognized_state if recognizer == "auto" else detection.state
+        if now in states:
+            return answer(now, now)
+        watch = _Watch(states, False, rec.generation, live, self.registry, recognizer,
+                       strict=False)
+        if live.recognition is not None:
+            live.recognition.listeners.append(watch.on_detection)
+        try:
+            await self._wait(watch, live, timeout)
+        finally:
+            if live.recognition is not None and watch.on_detection in live.recognition.listeners:
+                live.recognition.listeners.remove(watch.on_detection)
+        condition = watch.condition or "timed_out"
+        if condition == "exited":
+            return answer("exited", "exited")
+        _, detection = self._detect(rec, live, recognizer)
+        return answer(condition, live.record.recognized_state if recognizer == "auto"
+                      else detection.state)
 
     async def wait_receipt(self, scope: str, params: AgentParams) -> Receipt:
         """Observe a receipt without sending anything (waiting up to timeout for it to settle)."""

@@ -58,14 +58,9 @@ import msgspec
 
 from vigil.daemon.settings import DEFAULTS, Settings
 
-__all__ = [
-    "Advice",
-    "RecoveryAdvice",
-    "UnavailableReason",
-    "advise",
-    "decode_advice",
-    "encode_advice",
-]
+from vigil.protocol.api.execution import RecoveryAdvice
+
+__all__ = ["Advice", "RecoveryAdvice", "UnavailableReason", "advise"]
 
 Advice = Literal["explicit_target", "best_effort", "unavailable"]
 
@@ -94,28 +89,7 @@ UnavailableReason = Literal[
 ]
 
 
-class RecoveryAdvice(msgspec.Struct, kw_only=True):
-    """Recovery advice for one launched execution; the persisted record is its JSON."""
-
-    advice: Advice
-    #: Present only for ``explicit_target``: the evidence is the launch argument itself.
-    source: Literal["launch_argument"] | None = None
-    #: Always false: backend acceptance and later in-TUI switches are never verified.
-    current_conversation_verified: bool = False
-    agent: Literal["claude", "codex"] | None = None
-    #: The selector seen at launch (``--session-id``, ``--resume``, ``-r``, ``resume``).
-    selector: str | None = None
-    conversation_id: str | None = None
-    #: Literal argument vector to run (in ``cwd``) to resume; explicit_target only.
-    resume_argv: list[str] | None = None
-    #: ``resume_argv`` as a shell-quoted string for humans; explicit_target only.
-    recommendation: str | None = None
-    cwd: str | None = None
-    reason: UnavailableReason | None = None
-
-
 _ENCODER = msgspec.json.Encoder()
-_DECODER = msgspec.json.Decoder(RecoveryAdvice)
 
 # Canonical UUID text: 8-4-4-4-12 hex digits (RFC 9562 §4). Lowercase is the canonical
 # output form; the case-insensitive match only exists to give uppercase its own reason.
@@ -158,16 +132,6 @@ def advise(
     if len(_ENCODER.encode(advice)) > settings.recovery_record_max_bytes:
         return RecoveryAdvice(advice="unavailable", reason="record_too_large")
     return advice
-
-
-def encode_advice(advice: RecoveryAdvice) -> bytes:
-    """The persisted record: compact JSON (bounded by `advise`)."""
-    return _ENCODER.encode(advice)
-
-
-def decode_advice(data: bytes) -> RecoveryAdvice:
-    """Inverse of `encode_advice`. Raises ``msgspec.DecodeError`` on a corrupt record."""
-    return _DECODER.decode(data)
 
 
 def _unavailable(reason: UnavailableReason, agent: str | None = None) -> RecoveryAdvice:

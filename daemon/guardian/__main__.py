@@ -10,8 +10,11 @@
   from the daemon: the classic double fork. Under `systemd-run --scope` the fork happens
   inside the transient scope, which outlives its first process.
 
-Imports here are stdlib + msgspec + vigil.protocol only (no trio, no Settings): startup
-time is part of every command's latency.
+The launcher runs it as `python -I -S boot.py …` (boot.py says why); `python -m
+vigil.daemon.guardian` works too, for a person debugging. Imports here are the stdlib and
+vigil.protocol.paths only (no msgspec, no trio, no Settings): startup time is part of every
+command's latency, and an idle guardian's memory is multiplied by the executions running
+(lite.py says what each import costs).
 """
 
 from __future__ import annotations
@@ -19,9 +22,8 @@ from __future__ import annotations
 import os
 import sys
 
-from vigil.protocol.frames import encode_frame
-
-from . import wire
+from . import litewire as wire
+from .lite import encode_frame
 from .server import Guardian, GuardianSetupError
 
 USAGE = "usage: python -m vigil.daemon.guardian [--spec-fd N] [--ready-fd N] [--detach]"
@@ -90,7 +92,8 @@ def main(args: list[str] | None = None) -> int:
     try:
         identity = guardian.start()
     except GuardianSetupError as exc:
-        _report(ready_fd, wire.LaunchFailed(code=exc.code, message=exc.message))
+        _report(ready_fd, wire.LaunchFailed(code=exc.code, message=exc.message,
+                                            exit_code=exc.exit_code))
         return 1
     except OSError as exc:
         _report(ready_fd, wire.LaunchFailed(code="internal", message=f"guardian setup: {exc}"))

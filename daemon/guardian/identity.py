@@ -8,8 +8,6 @@ Stdlib only: the guardian process and the daemon both use it.
 
 from __future__ import annotations
 
-from .wire import RuntimeIdentity
-
 _BOOT_ID_PATH = "/proc/sys/kernel/random/boot_id"
 
 #: proc(5): field 22 of /proc/PID/stat is `starttime`. Fields after comm (field 2) start
@@ -69,8 +67,9 @@ def read_pgrp(pid: int) -> int | None:
     return int(fields[_PGRP_AFTER_COMM])
 
 
-def identity_alive(identity: RuntimeIdentity) -> bool:
-    """True when the guardian `identity` names is still running on this boot.
+def identity_alive(identity) -> bool:
+    """True when the guardian `identity` (a wire.RuntimeIdentity: not imported, the guardian
+    process loads this module and must not load msgspec) names is still running on this boot.
 
     A process with the same pid but different start ticks (pid reuse) or a different boot is
     *not* that guardian. A zombie guardian (dead, not yet reaped) is not alive either.

@@ -25,7 +25,7 @@ import sys
 import time
 
 from vigil.protocol.errors import ErrorCode
-from vigil.protocol.paths import PrivateDirError, check_private_dir
+from vigil.protocol.paths import PrivateDirError, check_private_dir, open_private_file
 from vigil.protocol.frames import FrameDecoder
 from vigil.daemon.settings import Settings
 
@@ -34,7 +34,15 @@ from .errors import GuardianLaunchError
 
 log = logging.getLogger("vigil.daemon.guardian")
 
-GUARDIAN_MODULE = "vigil.daemon.guardian"
+def guardian_command() -> list[str]:
+    """How to run a guardian: this interpreter, bare (`-I -S`), through boot.py, which is told
+    where vigil's two packages are (boot.py says why)."""
+    import vigil.daemon
+    import vigil.protocol
+
+    boot = os.path.join(os.path.dirname(os.path.abspath(__file__)), "boot.py")
+    return [sys.executable, "-I", "-S", boot, list(vigil.daemon.__path__)[0],
+            list(vigil.protocol.__path__)[0]]
 
 
 def make_launch_spec(
@@ -92,10 +100,13 @@ def _start(command: list[str], spec_body: bytes, stderr_path: str | None, deadli
     """Run `command` (which ends in the guardian with --ready-fd), feed it the spec, wait for
     readiness. Returns the result, or None if the process ended without a word (for example
     systemd-run refusing to start a scope)."""
-    ready_r, ready_w = os.pipe()
     stderr = subprocess.DEVNULL
     if stderr_path is not None:
-        stderr = os.open(stderr_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o600)
+        try:
+            stderr = open_private_file(stderr_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND)
+        except PrivateDirError as exc:
+            raise GuardianLaunchError(ErrorCode.FORBIDDEN, exc.message) from None
+    ready_r, ready_w = os.pipe()
     try:
         proc = subprocess.Popen(
             command + ["--ready-fd", str(ready_w)],
@@ -169,7 +180,7 @@ def launch_guardian(
     ensure_private_dir(spec.records_dir)
     body = wire.encode(spec)
     deadline = time.monotonic() + settings.guardian_start_timeout_seconds
-    guardian = [sys.executable, "-m", GUARDIAN_MODULE, "--detach"]
+    guardian = guardian_command() + ["--detach"]
     result = None
     systemd_run = _use_systemd()
     if systemd_run:
@@ -186,5 +197,5 @@ def launch_guardian(
     if result is None:
         raise GuardianLaunchError(ErrorCode.INTERNAL, "the guardian exited without reporting readiness")
     if isinstance(result, wire.LaunchFailed):
-        raise GuardianLaunchError(result.code, result.message)
+        raise GuardianLaunchError(result.code, result.message, exit_code=result.exit_code)
     return result.identity

@@ -1,35 +1,29 @@
-"""Exit records: what a guardian leaves behind when no daemon took its exit in person.
+"""Exit records, daemon side: what a guardian leaves behind when no daemon took its exit in
+person, decoded into wire.py's Structs.
 
-Two private files per runtime in the guardian's records dir, both msgpack, both written
-write → fsync → rename (→ fsync dir), so a reader sees a whole file or none:
-
-- `<runtime_id>.tail`: the output the daemon had not acknowledged, with its start offset and
-  the range lost from the ring before it (if any). Written first.
-- `<runtime_id>.exit`: identity, exit status, final offset. Written last: its presence means
-  the tail (if any) is complete.
-
-The guardian writes both as soon as its child has exited and the PTY is drained, *before*
-telling a connected daemon, so a guardian killed while waiting for ExitAck still leaves its
-exit behind; after ExitAck it deletes them. The daemon reads them with `read_exit_records`
-once the guardian is gone (`identity_alive` is False), persists what it needs, then calls
-`delete_exit_records`. Stdlib + msgspec only (the guardian writes these).
+The files, their names and their atomic writing are in recordfiles.py (standard library
+only, which the guardian process uses; this module imports msgspec). The guardian writes
+both as soon as its child has exited and the PTY is drained, *before* telling a connected
+daemon, so a guardian killed while waiting for ExitAck still leaves its exit behind; after
+ExitAck it deletes them. The daemon reads them with `read_exit_records` once the guardian is
+gone (`identity_alive` is False), persists what it needs, then calls `delete_exit_records`.
 """
 
 from __future__ import annotations
 
-import os
-import re
-
 import msgspec
 from msgspec import Struct
 
+from .recordfiles import (  # noqa: F401  (re-exported: the daemon's one import for records)
+    RECORDS_VERSION,
+    check_runtime_id,
+    delete_exit_records,
+    exit_path,
+    list_exit_records,
+    tail_path,
+    write_record_files,
+)
 from .wire import ExitStatus, Gap, RuntimeIdentity
-
-#: Records format version; bump only if an old reader could misread a new record.
-RECORDS_VERSION = 1
-
-#: Runtime ids become file and socket names: keep them to a safe, bounded alphabet.
-RUNTIME_ID_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
 
 
 class ExitRecord(Struct, kw_only=True):
@@ -66,49 +60,9 @@ class RecordsError(ValueError):
     """A records file exists but cannot be decoded; the message names the file."""
 
 
-def check_runtime_id(runtime_id: str) -> str:
-    """Return `runtime_id` if it is safe as a file name, else raise ValueError."""
-    if not isinstance(runtime_id, str) or not RUNTIME_ID_RE.fullmatch(runtime_id):
-        raise ValueError(
-            f"invalid runtime id {runtime_id!r}: 1-64 characters of [A-Za-z0-9_.-], "
-            "starting with a letter or digit"
-        )
-    return runtime_id
-
-
-def exit_path(records_dir: str, runtime_id: str) -> str:
-    return os.path.join(records_dir, check_runtime_id(runtime_id) + ".exit")
-
-
-def tail_path(records_dir: str, runtime_id: str) -> str:
-    return os.path.join(records_dir, check_runtime_id(runtime_id) + ".tail")
-
-
 _encoder = msgspec.msgpack.Encoder()
 _exit_decoder = msgspec.msgpack.Decoder(ExitRecord)
 _tail_decoder = msgspec.msgpack.Decoder(TailRecord)
-
-
-def _write_private(path: str, body: bytes) -> None:
-    """Atomically replace `path` with `body`, mode 0600, durable once this returns."""
-    tmp = f"{path}.tmp.{os.getpid()}"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
-    try:
-        view = memoryview(body)
-        while view:
-            view = view[os.write(fd, view) :]
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    os.rename(tmp, path)
-
-
-def _fsync_dir(path: str) -> None:
-    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def write_exit_records(
@@ -118,22 +72,11 @@ def write_exit_records(
     end_offset: int,
     tail: TailRecord | None,
 ) -> None:
-    """Write the tail (when there is one) and then the exit record. Guardian side."""
-    tpath = tail_path(records_dir, identity.runtime_id)
-    if tail is not None:
-        _write_private(tpath, _encoder.encode(tail))
-    else:
-        _unlink_quiet(tpath)
+    """Write the tail (when there is one) and then the exit record (what a guardian does,
+    with msgspec's encoder: for tests and tools; the guardian itself uses lite.py's)."""
     record = ExitRecord(version=RECORDS_VERSION, identity=identity, status=status, end_offset=end_offset)
-    _write_private(exit_path(records_dir, identity.runtime_id), _encoder.encode(record))
-    _fsync_dir(records_dir)
-
-
-def _unlink_quiet(path: str) -> None:
-    try:
-        os.unlink(path)
-    except FileNotFoundError:
-        pass
+    write_record_files(records_dir, identity.runtime_id, _encoder.encode(record),
+                       None if tail is None else _encoder.encode(tail))
 
 
 def read_exit_records(records_dir: str, runtime_id: str) -> GuardianRecords | None:
@@ -167,27 +110,3 @@ def read_exit_records(records_dir: str, runtime_id: str) -> GuardianRecords | No
     except msgspec.DecodeError as exc:
         raise RecordsError(f"{tpath}: {exc}") from None
     return GuardianRecords(exit=record, tail=tail)
-
-
-def delete_exit_records(records_dir: str, runtime_id: str) -> None:
-    """Delete a runtime's records (missing files are fine). Daemon side, after persisting.
-
-    The tail goes first: an interrupted delete leaves at worst the exit record, which is
-    idempotent to read again, and never an orphan tail that no listing would find.
-    """
-    _unlink_quiet(tail_path(records_dir, runtime_id))
-    _unlink_quiet(exit_path(records_dir, runtime_id))
-
-
-def list_exit_records(records_dir: str) -> list[str]:
-    """Runtime ids that have an exit record in `records_dir`, sorted. Daemon side."""
-    try:
-        names = os.listdir(records_dir)
-    except FileNotFoundError:
-        return []
-    ids = []
-    for name in names:
-        stem, dot, ext = name.rpartition(".")
-        if dot and ext == "exit" and RUNTIME_ID_RE.fullmatch(stem):
-            ids.append(stem)
-    return sorted(ids)

@@ -16,39 +16,61 @@ never come. Exec failures are reported back over a close-on-exec pipe, as subpro
 
 from __future__ import annotations
 
-import ctypes
 import errno
 import fcntl
 import os
-import platform
-import signal
 import struct
 import termios
+
+import _signal  # signal.py's C half: signal.py wraps it in enums, and enum costs a guardian ~1 MiB
+
+from . import libc
 
 #: rt_sigaction's number, for the signals the C library will not let `signal.signal` touch
 #: (32 and 33, reserved by NPTL): if the daemon's own parent ignored one of them, the
 #: ignore would survive exec into the child. A zeroed kernel `struct sigaction` is SIG_DFL
 #: with no flags and an empty mask on every layout.
-_RT_SIGACTION = {"x86_64": 13, "aarch64": 134}.get(platform.machine())
-_LIBC = ctypes.CDLL(None, use_errno=True) if _RT_SIGACTION is not None else None
-_ZERO_SIGACTION = ctypes.create_string_buffer(64)
+_RT_SIGACTION = {"x86_64": 13, "aarch64": 134}.get(os.uname().machine)
+_ZERO_SIGACTION = bytes(64)
 
 
 def _default_disposition(sig: int) -> None:
     """SIG_DFL for `sig`, also for the C library's reserved real-time signals."""
     try:
-        signal.signal(sig, signal.SIG_DFL)
+        _signal.signal(sig, _signal.SIG_DFL)
     except (OSError, ValueError):
-        if _LIBC is not None:
-            _LIBC.syscall(_RT_SIGACTION, sig, _ZERO_SIGACTION, None, 8)
+        if _RT_SIGACTION is not None:
+            try:
+                libc.call("syscall", _RT_SIGACTION, sig, _ZERO_SIGACTION, None, 8)
+            except OSError:
+                pass  # as before: a signal the kernel will not reset stays as it was
 
 
 class SpawnError(OSError):
-    """The child could not be started; `errno`/`strerror` say why, `step` says where."""
+    """The child could not be started; `errno`/`strerror` say why, `step` says where.
+
+    `exit_status` and `shell_message` are how a shell reports the same failure (POSIX,
+    "Command Search and Execution"): 127 when the command is not found, 126 when it is
+    found but cannot be run — so a command that cannot start is a definite outcome.
+    """
 
     def __init__(self, err: int, step: str, detail: str):
-        super().__init__(err, f"{step} failed for {detail}: {os.strerror(err)}")
+        super().__init__(err, f"{step} failed for {detail!r}: {os.strerror(err)}")
         self.step = step
+        self.detail = detail
+
+    @property
+    def exit_status(self) -> int:
+        return 127 if self.step == "exec" and self.errno in (errno.ENOENT, errno.ENOTDIR) else 126
+
+    @property
+    def shell_message(self) -> str:
+        if self.step == "exec":
+            what = "command not found" if self.exit_status == 127 else os.strerror(self.errno)
+            return f"{self.detail}: {what}"
+        if self.step == "chdir":
+            return f"cannot change to {self.detail}: {os.strerror(self.errno)}"
+        return f"cannot start the command ({self.step}): {os.strerror(self.errno)}"
 
 
 def set_winsize(fd: int, rows: int, cols: int) -> None:
@@ -65,7 +87,7 @@ def _child(slave: int, errpipe_w: int, argv: list[str], cwd: str, env: dict[str,
     """Runs in the forked child; never returns (exec or _exit)."""
     step = "setsid"
     try:
-        signal.set_wakeup_fd(-1)
+        _signal.set_wakeup_fd(-1)
         os.setsid()
         step = "TIOCSCTTY"
         fcntl.ioctl(slave, termios.TIOCSCTTY, 0)
@@ -80,11 +102,11 @@ def _child(slave: int, errpipe_w: int, argv: list[str], cwd: str, env: dict[str,
         step = "chdir"
         os.chdir(cwd)
         step = "signal reset"
-        for sig in range(1, signal.NSIG):  # valid_signals() omits the reserved 32 and 33
-            if sig in (signal.SIGKILL, signal.SIGSTOP):
+        for sig in range(1, _signal.NSIG):  # valid_signals() omits the reserved 32 and 33
+            if sig in (_signal.SIGKILL, _signal.SIGSTOP):
                 continue
             _default_disposition(sig)
-        signal.pthread_sigmask(signal.SIG_SETMASK, ())
+        _signal.pthread_sigmask(_signal.SIG_SETMASK, ())
         step = "exec"
         os.execvpe(argv[0], argv, env)
     except OSError as exc:
@@ -108,7 +130,7 @@ def spawn(argv: list[str], cwd: str, env: dict[str, str], rows: int, cols: int) 
             (missing program, bad cwd, …); the failed child is reaped.
     """
     if not argv:
-        raise SpawnError(errno.EINVAL, "exec", "an empty argv")
+        raise SpawnError(errno.EINVAL, "exec", "")
     master, slave = os.openpty()  # both non-inheritable (PEP 446)
     try:
         set_winsize(master, rows, cols)
@@ -137,7 +159,7 @@ def spawn(argv: list[str], cwd: str, env: dict[str, str], rows: int, cols: int) 
         os.close(master)
         os.waitpid(pid, 0)
         err_s, _, step = report.decode("ascii", "replace").partition(":")
-        detail = {"exec": repr(argv[0]), "chdir": repr(cwd)}.get(step, repr(argv[0]))
+        detail = {"exec": argv[0], "chdir": cwd}.get(step, argv[0])
         raise SpawnError(int(err_s) if err_s.isdigit() else errno.EINVAL, step, detail)
     os.set_blocking(master, False)
     return pid, master

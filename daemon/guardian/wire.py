@@ -21,8 +21,25 @@ import msgspec
 from msgspec import Meta, Struct
 
 #: Oldest and newest guardian wire protocol this build speaks.
+#:
+#: v2 (additive): a command (Input, Resize, Signal, Foreground) may carry a `seq` > 0, and a
+#: v2 guardian answers every such command exactly once — `Done{seq}` when it was applied,
+#: `Error{seq, code, message}` when it was refused (input over the buffer limit, a child
+#: that exited, a process group that is gone) — so the daemon reports what happened instead
+#: of assuming delivery. `seq` 0 (what a v1 daemon sends) asks for no answer, and a v1
+#: guardian ignores the field: it answers only refusals, without a seq. The daemon knows
+#: which it talks to from `Welcome.protocol`.
+#:
+#: v3 (additive): `Hold{on}`. While on (someone follows the output live: `vigil run
+#: --wait`), the guardian stops reading the PTY rather than overwrite ring bytes it has not
+#: sent yet, so a daemon that is late (a loaded machine) makes the child wait, as a slow
+#: terminal would, instead of costing bytes. It is the connection's: a new connection (a
+#: restarted daemon) starts with it off. A v2 guardian would refuse the message; the daemon
+#: sends it only to v3.
 GUARDIAN_PROTOCOL_MIN = 1
-GUARDIAN_PROTOCOL_MAX = 1
+GUARDIAN_PROTOCOL_MAX = 3
+#: The `seq` of a command: 0 asks for no answer (v1 behaviour).
+Seq = Annotated[int, Meta(ge=0)]
 
 Offset = Annotated[int, Meta(ge=0)]
 #: struct winsize fields are unsigned short; 0 rows/cols is meaningless to a program.
@@ -79,9 +96,11 @@ class Ack(_Msg, tag="ack"):
 
 
 class Input(_Msg, tag="input"):
-    """Bytes to write to the PTY master, as if typed."""
+    """Bytes to write to the PTY master, as if typed. `Done.accepted` is how many were taken
+    into the guardian's input buffer (all of them, or the command is refused whole)."""
 
     data: bytes
+    seq: Seq = 0
 
 
 class Resize(_Msg, tag="resize"):
@@ -89,6 +108,7 @@ class Resize(_Msg, tag="resize"):
 
     rows: Dimension
     cols: Dimension
+    seq: Seq = 0
 
 
 class Signal(_Msg, tag="signal"):
@@ -98,17 +118,28 @@ class Signal(_Msg, tag="signal"):
     signum: Annotated[int, Meta(ge=1, le=64)]
     group: bool = True
     foreground: bool = False
+    seq: Seq = 0
 
 
 class Foreground(_Msg, tag="foreground"):
-    """Ask which process group owns the terminal; answered with ForegroundInfo."""
+    """Ask which process group owns the terminal; answered with ForegroundInfo (carrying
+    this `seq`)."""
+
+    seq: Seq = 0
 
 
 class ExitAck(_Msg, tag="exit_ack"):
     """The daemon persisted everything up to Exited.end_offset; the guardian may go."""
 
 
-DaemonMessage = Union[Hello, Subscribe, Ack, Input, Resize, Signal, Foreground, ExitAck]
+class Hold(_Msg, tag="hold"):
+    """v3: while `on`, never overwrite unsent ring bytes: stop reading the PTY instead (the
+    child waits for the daemon). Off by default, and again on every new connection."""
+
+    on: bool
+
+
+DaemonMessage = Union[Hello, Subscribe, Ack, Input, Resize, Signal, Foreground, ExitAck, Hold]
 
 # --- guardian -> daemon ------------------------------------------------------------------
 
@@ -159,16 +190,26 @@ class ForegroundInfo(_Msg, tag="foreground_info"):
     pid: int | None
     comm: str | None
     argv: list[str] = []
+    seq: Seq = 0
+
+
+class Done(_Msg, tag="done"):
+    """v2: the command with this `seq` was applied (`accepted`: input bytes taken)."""
+
+    seq: Seq
+    accepted: int = 0
 
 
 class Error(_Msg, tag="error"):
-    """A message could not be applied; `code` is a vigil.protocol ErrorCode value."""
+    """A message could not be applied; `code` is a vigil.protocol ErrorCode value. `seq` is
+    the refused command's (v2), or 0 for a message that asked for no answer."""
 
     code: str
     message: str
+    seq: Seq = 0
 
 
-GuardianMessage = Union[Welcome, Output, Gap, Exited, ForegroundInfo, Error]
+GuardianMessage = Union[Welcome, Output, Gap, Exited, ForegroundInfo, Done, Error]
 
 # --- launch (launcher -> guardian process, and back over the readiness pipe) -------------
 
@@ -209,6 +250,10 @@ class LaunchFailed(Struct, tag="launch_failed", tag_field="type", kw_only=True):
 
     code: str
     message: str
+    #: Set when the child itself could not be started (exec or chdir failed): the status a
+    #: shell reports for that, 127 (not found) or 126 (cannot run). The launch failed, but
+    #: the command has a definite outcome.
+    exit_code: int | None = None
 
 
 LaunchResult = Union[Ready, LaunchFailed]

@@ -1,4 +1,5 @@
-"""`run`, `Execution` (list/get/read), `signal`, `resolve`."""
+"""`run`, `Execution`, `follow`, `signal`, `resolve`: thin routes onto the runtime manager,
+the Execution service and the output stream."""
 
 from __future__ import annotations
 
@@ -6,65 +7,61 @@ import os
 
 import trio
 
-from vigil.daemon.store import (
-    ExecutionNotFound,
-    Store,
-    encode_catalog_cursor,
-    parse_execution_id,
-    read_output_page,
-    read_screen_page,
-)
-from vigil.protocol.errors import ErrorCode, VigilError, invalid_request
+from vigil.daemon.history.follow import OutputStream
+from vigil.daemon.history.service import ExecutionService
+from vigil.daemon.rpc.authority import Need
+from vigil.daemon.rpc.dispatch import CallContext, Dispatcher
+from vigil.daemon.rpc.views import execution_view
+from vigil.daemon.runtime.live import Follower
+from vigil.daemon.runtime.manager import RuntimeManager, parse_signal
+from vigil.daemon.settings import Settings
+from vigil.daemon.store import ExecutionNotFound, Store, parse_execution_id
 from vigil.protocol.api.execution import (
     ExecutionParams,
     ExecutionResult,
-    GetAction,
     ExplainAction,
+    FollowParams,
+    GetAction,
     ListAction,
     ObserveAction,
     ReadAction,
-    WaitAction,
     ResolveParams,
     ResolveResult,
-    ScreenParams,
-    ScreenResult,
     RunParams,
     RunResult,
     SignalParams,
     SignalResult,
+    WaitAction,
 )
-from vigil.daemon.settings import Settings
-
-from ..rpc.dispatch import CallContext, Dispatcher
-from ..runtime.lifecycle import LifecycleBus
-from ..runtime.manager import RuntimeManager, parse_signal
-from ..rpc.scopes import Scopes
-from ..rpc.views import execution_view, recovery_of
+from vigil.protocol.errors import ErrorCode, VigilError, invalid_request
 
 
-def _execution_id(value: str, field: str = "params.action.execution_id") -> str:
+def execution_id_param(value: str, field: str = "params.execution_id") -> str:
+    """A request's execution id, or `invalid_request` naming the field."""
     try:
         return parse_execution_id(value)
     except VigilError as exc:
         raise invalid_request(exc.message, field) from None
 
 
-def _dimension(value: int | None, field: str) -> int | None:
-    if value is not None and not 2 <= value <= 1000:
-        raise invalid_request(f"{field.rsplit('.', 1)[-1]} must be between 2 and 1000, got {value}", field)
-    return value
+async def scoped_record(store: Store, ctx: CallContext, execution_id: str,
+                        field: str = "params.execution_id"):
+    """The caller's execution `execution_id` (another scope's reads exactly as absent)."""
+    eid = execution_id_param(execution_id, field)
+    record = await trio.to_thread.run_sync(store.get, ctx.scope, eid)
+    if record is None:
+        raise ExecutionNotFound()
+    return record
 
 
-def install(dispatcher: Dispatcher, *, scopes: Scopes, store: Store, runtimes: RuntimeManager,
-            bus: LifecycleBus, settings: Settings, observer) -> None:
-    async def in_thread(fn, *args):
-        return await trio.to_thread.run_sync(fn, *args)
-
-    @dispatcher.route("run")
+def install(dispatcher: Dispatcher, *, store: Store, runtimes: RuntimeManager,
+            service: ExecutionService, outputs: OutputStream, settings: Settings) -> None:
+    @dispatcher.route("run", authority=Need.RUN)
     async def run(ctx: CallContext, params: RunParams) -> RunResult:
-        thread = scopes.check(params.thread_id, params.workspace_root)
+        thread = ctx.thread
         if (params.argv is None) == (params.command is None):
-            raise invalid_request("give exactly one of argv (a list) or command (a shell string)", "params.argv")
+            raise invalid_request("give exactly one of argv (a list) or command (a shell string)",
+                                  "params.argv")
         if params.argv is not None:
             if not params.argv or not params.argv[0]:
                 raise invalid_request("argv must name a program", "params.argv")
@@ -74,115 +71,61 @@ def install(dispatcher: Dispatcher, *, scopes: Scopes, store: Store, runtimes: R
                 raise invalid_request("command is empty", "params.command")
             argv, command = ["/bin/sh", "-c", params.command], params.command
         if any("\0" in a for a in argv) or any("\0" in k + v or "=" in k for k, v in params.env.items()):
-            raise invalid_request("argv and env must not contain NUL, and env names must not contain '='",
-                       "params.env")
+            raise invalid_request("argv and env must not contain NUL, and env names must not "
+                                  "contain '='", "params.env")
+        if len(params.name.encode("utf-8", "surrogateescape")) > settings.run_name_max_bytes:
+            raise invalid_request(f"name must be at most {settings.run_name_max_bytes} bytes",
+                                  "params.name")
         cwd = params.cwd or thread.workspace_root
         if not os.path.isabs(cwd) or not os.path.isdir(cwd):
             raise invalid_request(f"cwd {cwd!r} is not an existing absolute directory", "params.cwd")
+        follower = Follower(settings.follow_buffer_bytes, 0) if params.follow else None
         record = await runtimes.start(
             scope=thread.scope, thread_id=thread.thread_id, workspace_root=thread.workspace_root,
-            argv=argv, command=command, cwd=cwd, env=dict(params.env),
-            rows=_dimension(params.rows, "params.rows"), cols=_dimension(params.cols, "params.cols"),
-            name=params.name)
-        return RunResult(execution=execution_view(record))
+            argv=argv, command=command, cwd=cwd,
+            env=runtimes.child_environment(params.env, params.env_base),
+            rows=params.rows, cols=params.cols, name=params.name, keep_env=True,
+            followers=(follower,) if follower else ())
+        result = RunResult(execution=execution_view(
+            record, command_bytes=settings.view_get_command_bytes,
+            pending=runtimes.output_pending(record)))
+        if follower is None:
+            return result
+        if record.execution_id not in runtimes.live:
+            follower.close()  # it never ran (127/126): what there is comes from the store
+        return await outputs.serve(ctx, record, 0, answer=result, follower=follower)
 
-    @dispatcher.route("Execution")
+    def validate(params: ExecutionParams) -> None:
+        service.validate(params.action)
+
+    @dispatcher.route("Execution", authority=Need.EXECUTION, validate=validate)
     async def execution(ctx: CallContext, params: ExecutionParams) -> ExecutionResult:
-        thread = scopes.check(params.thread_id, params.workspace_root)
-        scope = thread.scope
-        action = params.action
-        if isinstance(action, ListAction):
-            limit = action.limit if action.limit is not None else settings.list_limit_default
-            if not 1 <= limit <= settings.list_limit_max:
-                raise invalid_request(f"limit must be between 1 and {settings.list_limit_max}, got {limit}",
-                           "params.action.limit")
-            listing = await in_thread(store.list, scope, limit)
-            return ExecutionResult(data={
-                "executions": [execution_view(r) for r in listing.records],
-                "total": listing.total,
-                "catalog_cursor": encode_catalog_cursor(store.mac_key, store.store_epoch, scope,
-                                                        listing.change_seq),
-            })
-        if isinstance(action, GetAction):
-            eid = _execution_id(action.execution_id)
-            record = await in_thread(store.get, scope, eid)
-            if record is None:
-                raise ExecutionNotFound()
-            return ExecutionResult(data={"execution": execution_view(record),
-                                         "recovery": recovery_of(record)})
-        if isinstance(action, ReadAction):
-            return ExecutionResult(data={"page": await _read(scope, action)})
-        if isinstance(action, ObserveAction):
-            return await observer.observe(scope, action)
-        if isinstance(action, WaitAction):
-            return await observer.wait(scope, action)
-        if isinstance(action, ExplainAction):
-            return await observer.explain(scope, action)
-        raise invalid_request(f"unsupported action {type(action).__name__}", "params.action.type")
+        return await dispatch_action(service, ctx, params.action)
 
-    async def _read(scope: str, action: ReadAction) -> dict:
-        eid = _execution_id(action.execution_id)
-        if not 0 <= action.wait_seconds <= settings.wait_timeout_max:
-            raise invalid_request(f"wait_seconds must be between 0 and {settings.wait_timeout_max:g}",
-                       "params.action.wait_seconds")
-        if action.source == "output":
-            reader = read_output_page
-        elif action.source == "screen":
-            reader = read_screen_page
-        else:
-            raise VigilError(ErrorCode.INVALID_REQUEST,
-                             f"source {action.source!r} is not available yet",
-                             {"field": "params.action.source"})
+    @dispatcher.route("follow", authority=Need.OBSERVE)
+    async def follow(ctx: CallContext, params: FollowParams):
+        record = await scoped_record(store, ctx, params.execution_id)
+        return await outputs.serve(ctx, record, params.from_offset, params.until_now)
 
-        def read():
-            return reader(store, scope, eid, action.cursor, action.page_bytes)
-
-        page = await in_thread(read)
-        if action.wait_seconds > 0 and not page.text and page.has_more:
-            # Long poll: register before each re-read, so output committed in between wakes
-            # us; screen or state events also wake us, so loop until text, the end, or time.
-            waiter = bus.register([eid])
-            try:
-                with trio.move_on_after(action.wait_seconds):
-                    while True:
-                        waiter.event = trio.Event()
-                        page = await in_thread(read)
-                        if page.text or not page.has_more:
-                            break
-                        await waiter.event.wait()
-            finally:
-                bus.unregister(waiter)
-        out = {f: getattr(page, f) for f in page.__struct_fields__}
-        out["source"] = action.source
-        if page.__struct_fields__ and "gap" in out and out["gap"] is not None:
-            gap = out["gap"]
-            out["gap"] = {"bytes_skipped": gap.bytes_skipped, "from_offset": gap.from_offset,
-                          "to_offset": gap.to_offset}
-        return out
-
-    @dispatcher.route("signal")
+    @dispatcher.route("signal", authority=Need.RUN)
     async def signal(ctx: CallContext, params: SignalParams) -> SignalResult:
-        thread = scopes.check(params.thread_id, params.workspace_root)
-        eid = _execution_id(params.execution_id, "params.execution_id")
         signum = parse_signal(params.signal)
-        record = await in_thread(store.get, thread.scope, eid)
-        if record is None:
-            raise ExecutionNotFound()
+        record = await scoped_record(store, ctx, params.execution_id)
+        eid = record.execution_id
         if record.is_terminal:
             raise VigilError(ErrorCode.CONFLICT, f"the execution has already {record.status}"
                              if record.status == "exited" else "the execution's outcome is unknown",
                              {"execution_id": eid, "status": record.status})
-        await runtimes.signal(eid, signum)
-        return SignalResult(execution_id=eid, signal=signum, delivered=True)
+        delivered, reason = await runtimes.signal(eid, signum)
+        return SignalResult(execution_id=eid, signal=signum, delivered=delivered, reason=reason)
 
-    @dispatcher.route("resolve")
+    @dispatcher.route("resolve", authority=Need.OBSERVE)
     async def resolve(ctx: CallContext, params: ResolveParams) -> ResolveResult:
-        thread = scopes.check(params.thread_id, params.workspace_root)
         prefix = params.prefix.lower()
         if not 1 <= len(prefix) <= 32 or any(c not in "0123456789abcdef" for c in prefix):
             raise invalid_request(f"{params.prefix!r} is not an execution id or a prefix of one",
-                       "params.prefix")
-        listing = await in_thread(store.list, thread.scope, settings.list_limit_max)
+                                  "params.prefix")
+        listing = await trio.to_thread.run_sync(store.list, ctx.scope, settings.list_limit_max)
         matches = [r.execution_id for r in listing.records if r.execution_id.startswith(prefix)]
         if not matches:
             raise ExecutionNotFound()
@@ -192,36 +135,22 @@ def install(dispatcher: Dispatcher, *, scopes: Scopes, store: Store, runtimes: R
                              "give more characters", {"matches": matches[:10]})
         return ResolveResult(execution_id=matches[0])
 
-    @dispatcher.route("screen")
-    async def screen(ctx: CallContext, params: ScreenParams) -> ScreenResult:
-        thread = scopes.check(params.thread_id, params.workspace_root)
-        eid = _execution_id(params.execution_id, "params.execution_id")
-        record = await in_thread(store.get, thread.scope, eid)
-        if record is None:
-            raise ExecutionNotFound()
-        if not 0 <= params.history <= settings.screen_history_lines_max:
-            raise invalid_request(f"history must be between 0 and {settings.screen_history_lines_max}, "
-                                  f"got {params.history}", "params.history")
-        live = runtimes.live.get(eid)
-        if live is not None and live.screen is not None:
-            snap = live.screen.snapshot()
-            history = live.screen.keeper.scrollback_tail(params.history)
-            return ScreenResult(
-                execution_id=eid, text=snap.text, rows=snap.rows, cols=snap.cols,
-                cursor=snap.cursor, fidelity=snap.fidelity, title=snap.title, live=True,
-                revision=snap.revision, alt_screen=snap.alt_screen,
-                # With history the rows follow the scrollback, so no repaint (it would clear).
-                ansi=live.screen.keeper.ansi(repaint=not params.history) if params.ansi else None,
-                scrollback=[line.text for line in history.lines],
-                scrollback_ansi=[line.ansi or line.text for line in history.lines] if params.ansi else None,
-                scrollback_fast_forwarded=[i for i, line in enumerate(history.lines) if line.fast_forwarded],
-                scrollback_first=history.first_number, scrollback_total=history.total)
-        stored = await in_thread(store.get_screen, thread.scope, eid)
-        if stored is None:
-            return ScreenResult(execution_id=eid, text="", rows=record.rows or 0,
-                                cols=record.cols or 0, cursor=(0, 0), fidelity="exact",
-                                title="", live=False)
-        return ScreenResult(execution_id=eid, text=stored.text, rows=stored.rows,
-                            cols=stored.cols, cursor=(stored.cursor_row, stored.cursor_col),
-                            fidelity=stored.fidelity, title=stored.title or "", live=False,
-                            revision=stored.snapshot)
+
+async def dispatch_action(service: ExecutionService, ctx: CallContext, action
+                          ) -> ExecutionResult:
+    """One `Execution` action (also what a native `Agent` observation runs)."""
+    scope = ctx.scope
+    match action:
+        case ListAction():
+            return await service.list(scope, action)
+        case GetAction():
+            return await service.get(scope, action)
+        case ReadAction():
+            return await service.read(scope, action)
+        case ObserveAction():
+            return await service.observe(scope, action, ctx.started)
+        case WaitAction():
+            return await service.wait(scope, action, ctx.started, ctx.wait_profile)
+        case ExplainAction():
+            return await service.explain(scope, action)
+    raise AssertionError(f"unrouted action {action!r}")  # the tagged union admits no other

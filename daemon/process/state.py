@@ -20,4 +20,3 @@ class DaemonState:
     epoch: str = field(default_factory=lambda: secrets.token_hex(8))
     started_monotonic: float = field(default_factory=time.monotonic)
     connections: int = 0
-    capabilities: set[str] = field(default_factory=lambda: {"ping", "status"})

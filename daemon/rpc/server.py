@@ -10,6 +10,7 @@ ends only that connection.
 
 from __future__ import annotations
 
+import errno
 import itertools
 import logging
 import os
@@ -37,6 +38,37 @@ _PEERCRED = struct.Struct("3i")
 RECEIVE_BYTES = 65536
 
 
+#: accept(2) errnos that mean "out of a resource that closing connections gives back"; the
+#: ones trio.serve_listeners retries too. Any other accept error is a bug and ends serving.
+ACCEPT_CAPACITY_ERRNOS = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOMEM, errno.ENOBUFS})
+
+
+async def accept_loop(listener: trio.abc.Listener, handle, pause_seconds: float) -> None:
+    """Accept connections for ever and pass each to `handle(stream)` (which must not block).
+
+    Out of descriptors or memory, accept fails until some connection closes: pause
+    `pause_seconds` and retry rather than spin, logging once when it starts and once when it
+    ends, not at every retry. Any other error propagates (trio's own serve_listeners rule).
+    """
+    failing = False
+    while True:
+        try:
+            stream = await listener.accept()
+        except OSError as exc:
+            if exc.errno not in ACCEPT_CAPACITY_ERRNOS:
+                raise
+            if not failing:
+                log.warning("accept failed for lack of resources (%s); retrying every %g s "
+                            "while the connections we have are served", exc, pause_seconds)
+                failing = True
+            await trio.sleep(pause_seconds)
+            continue
+        if failing:
+            log.warning("accepting connections again")
+            failing = False
+        handle(stream)
+
+
 def peer_credentials(sock: trio.socket.SocketType) -> Peer | None:
     try:
         raw = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, _PEERCRED.size)
@@ -51,20 +83,35 @@ class Server:
         self.state = state
         self.dispatcher = dispatcher
         self._ids = itertools.count(1)
+        self._nursery: trio.Nursery | None = None
+        self._listener: trio.SocketListener | None = None
 
     async def serve(self, listener: socket.socket, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
-        trio_listener = trio.SocketListener(trio.socket.from_stdlib_socket(listener))
         async with trio.open_nursery() as nursery:
+            self._nursery = nursery
+            self._listen(listener)
             task_status.started()
-            while True:
-                try:
-                    stream = await trio_listener.accept()
-                except OSError as exc:
-                    # EMFILE and friends: log and keep serving the connections we have.
-                    log.warning("accept failed: %s", exc)
-                    await trio.sleep(0.05)  # back off; the limit will not clear in a tight loop
-                    continue
-                nursery.start_soon(self._connection, stream)
+
+    def _listen(self, listener: socket.socket) -> None:
+        trio_listener = trio.SocketListener(trio.socket.from_stdlib_socket(listener))
+        self._listener = trio_listener
+
+        async def accept() -> None:
+            try:
+                await accept_loop(trio_listener,
+                                  lambda stream: self._nursery.start_soon(self._connection, stream),
+                                  self.state.settings.accept_capacity_pause_seconds)
+            except trio.ClosedResourceError:
+                pass  # retired by adopt(): a new listener took over
+
+        self._nursery.start_soon(accept)
+
+    async def adopt(self, listener: socket.socket) -> None:
+        """Serve `listener` (bound anew after the old path was deleted) and close the old
+        one; connections already accepted on the old one go on."""
+        old = self._listener
+        self._listen(listener)
+        await old.aclose()
 
     async def _connection(self, stream: trio.SocketStream) -> None:
         peer = peer_credentials(stream.socket)
@@ -78,9 +125,12 @@ class Server:
         self.state.connections += 1
         try:
             await self._serve_connection(stream, peer)
-        except (trio.BrokenResourceError, trio.ClosedResourceError):
-            pass
-        except Exception:
+        except* (trio.BrokenResourceError, trio.ClosedResourceError) as gone:
+            # The client went away (closed, reset) while we read or answered: its business,
+            # not an error of ours. They arrive wrapped in the connection nursery's group.
+            log.debug("connection %d: the client went away: %s", peer.connection_id,
+                      gone.exceptions[0])
+        except* Exception:
             log.exception("connection %d failed", peer.connection_id)
         finally:
             self.state.connections -= 1
@@ -153,7 +203,7 @@ class Server:
             protocol=protocol,
             daemon_version=VERSION,
             daemon_epoch=self.state.epoch,
-            capabilities=sorted(self.state.capabilities),
+            capabilities=self.dispatcher.method_names,
             max_frame_bytes=self.state.settings.max_frame_bytes,
         )
 

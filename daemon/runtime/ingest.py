@@ -11,6 +11,15 @@ acknowledge the guardian) and publishes lifecycle events (so waiters wake). When
 is slower than the children, pending bytes pass `high_water` and runtimes stop reading
 from their guardians (`wait_room`); the guardians' rings absorb the difference, losing the
 oldest bytes as recorded gaps — never slowing a child.
+
+When the store cannot be written (disk full, a read-only or immutable file), nothing is
+acknowledged: the round's items are kept and retried on their own, with a backoff from
+`ingest_retry_initial_seconds` to `ingest_retry_max_seconds`, so everything pending lands
+once space returns without anything else happening. `durable()` waits for that (an exit is
+acknowledged to its guardian only then: the guardian keeps its records meanwhile), and
+`health` says what is failing and since when (`vigil status`). An impossible item (a status
+move the rules forbid) is dropped by the store with a log line; it never holds back the
+others.
 """
 
 from __future__ import annotations
@@ -19,6 +28,7 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+import msgspec
 import trio
 
 from vigil.daemon.store import BatchResult, ExecutionRecord, ExecutionUpdate, Store
@@ -38,6 +48,16 @@ class _Pending:
     bytes: int = 0
 
 
+class IngestHealth(msgspec.Struct, kw_only=True):
+    """Whether commits succeed; what `status` reports about the store."""
+
+    ok: bool = True
+    #: When the current run of failed commits began (unix ms), null while ok.
+    failing_since_unix_ms: int | None = None
+    last_error: str | None = None
+    failed_rounds: int = 0
+
+
 class Ingest:
     def __init__(self, store: Store, settings: Settings, bus: LifecycleBus,
                  on_committed: Callable[[ExecutionRecord], None]):
@@ -53,9 +73,13 @@ class Ingest:
         self._round_done = trio.Event()
         self._rounds_taken = 0
         self._rounds_done = 0
+        #: The newest round that committed (every item handed over before it began is durable).
+        self._rounds_committed = 0
+        self._backoff = 0.0
         self.high_water = 4 * settings.ingest_batch_bytes
         self.commits = 0
         self.failures = 0
+        self.health = IngestHealth()
 
     # --- producers (sync, never block) -----------------------------------------------------
 
@@ -82,6 +106,11 @@ class Ingest:
     def set_screen(self, execution_id: str, snapshot: Any) -> None:
         self._slot(execution_id).screen = snapshot
 
+    def has_pending_output(self, execution_id: str) -> bool:
+        """True while output of this execution was handed over and is not committed."""
+        slot = self._pending.get(execution_id)
+        return slot is not None and bool(slot.output)
+
     # --- consumers --------------------------------------------------------------------------
 
     async def wait_room(self) -> None:
@@ -90,19 +119,35 @@ class Ingest:
             self._room = trio.Event()
             await self._room.wait()
 
-    async def flush(self) -> None:
-        """Return once everything handed over before this call is committed (or failed)."""
+    async def flush(self) -> bool:
+        """Try to commit everything handed over before this call, now. Returns True when it
+        is committed, False when that round failed (it stays pending and is retried)."""
         target = self._rounds_taken + 1
         self._work.set()
         self._full.set()
         while self._rounds_done < target:
+            await self._round_done.wait()
+        return self._rounds_committed >= target
+
+    async def durable(self) -> None:
+        """Return once everything handed over before this call is committed, however long
+        the store takes to accept it (a failed round's items join every later round until
+        one commits). Cancel it to stop waiting; nothing is lost by that."""
+        target = self._rounds_taken + 1
+        self._work.set()
+        self._full.set()
+        while self._rounds_committed < target:
             await self._round_done.wait()
 
     async def run(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
         task_status.started()
         while True:
             await self._work.wait()
-            if self._pending_bytes < self.settings.ingest_batch_bytes:
+            if self._backoff:
+                # The store is failing: retry on our own after the backoff (sooner never
+                # helps, and the guardians keep the bytes meanwhile).
+                await trio.sleep(self._backoff)
+            elif self._pending_bytes < self.settings.ingest_batch_bytes:
                 # The batch window: let more output from every runtime join this transaction.
                 with trio.move_on_after(self.settings.ingest_batch_seconds):
                     await self._full.wait()
@@ -116,6 +161,7 @@ class Ingest:
         self._full = trio.Event()
         self._room.set()
         self._rounds_taken += 1
+        number = self._rounds_taken
         try:
             if items:
                 batch = [ExecutionUpdate(execution_id=eid, output=p.output, fields=p.fields,
@@ -123,18 +169,38 @@ class Ingest:
                 try:
                     result = await trio.to_thread.run_sync(self.store.commit_batch, batch)
                 except VigilError as exc:
-                    # Disk full, read-only dir…: nothing is acknowledged, so the guardians keep
-                    # the bytes in their rings; the next round retries with newer data merged.
-                    self.failures += 1
-                    log.error("ingest commit failed (%d executions): %s", len(batch), exc)
-                    self._requeue(items)
+                    self._failed(items, exc)
                     return
+                self._recovered()
                 self.commits += 1
                 self._published(result, items)
+            self._rounds_committed = number
         finally:
             self._rounds_done += 1
             done, self._round_done = self._round_done, trio.Event()
             done.set()
+
+    def _failed(self, items: dict[str, _Pending], exc: VigilError) -> None:
+        """Disk full, read-only dir…: nothing is acknowledged, so the guardians keep the bytes
+        in their rings; the items are retried after the backoff, with newer data merged."""
+        s = self.settings
+        self.failures += 1
+        h = self.health
+        if h.ok:
+            log.error("ingest commit failed (%d executions): %s; retrying", len(items), exc)
+            h.failing_since_unix_ms = self.store.clock()
+        h.ok, h.last_error = False, exc.message
+        h.failed_rounds += 1
+        self._backoff = min(max(self._backoff * 2, s.ingest_retry_initial_seconds),
+                            s.ingest_retry_max_seconds)
+        self._requeue(items)
+        self._work.set()
+
+    def _recovered(self) -> None:
+        if not self.health.ok:
+            log.info("ingest commits again after %d failed rounds", self.health.failed_rounds)
+        self.health = IngestHealth()
+        self._backoff = 0.0
 
     def _requeue(self, items: dict[str, _Pending]) -> None:
         for eid, old in items.items():
@@ -149,6 +215,8 @@ class Ingest:
             self._pending_bytes += old.bytes
 
     def _published(self, result: BatchResult, items: dict[str, _Pending]) -> None:
+        for eid, reason in result.rejected:
+            log.warning("ingest dropped an impossible update of %s: %s", eid, reason)
         for eid, rec in result.records.items():
             self._on_committed(rec)
             pending = items[eid]
@@ -163,6 +231,6 @@ class Ingest:
                 kinds.append("screen")
             for kind in kinds:
                 self.bus.publish(LifecycleEvent(kind=kind, scope=rec.scope, execution_id=eid,
-                                                at_unix_ms=rec.observed_at_unix_ms))
+                                                at_unix_ms=rec.observed_at_unix_ms, record=rec))
         for eid in result.missing:
             log.warning("ingest for unknown execution %s dropped", eid)

@@ -1,27 +1,28 @@
 """The lifecycle seam: one event stream inside the daemon.
 
 Everything that happens to an execution — started, output activity, screen changed, state
-recognized, prompt delivered, exited — is published here once, after it was persisted.
-Two kinds of consumers hang off it:
+recognized, exited — is published here once, after it was persisted. Two kinds of
+consumers hang off it:
 
-- **waiters** (`vigil logs -f`, `Execution wait`, prompt receipts) register interest in a set
-  of execution ids and sleep on one `trio.Event` each; `publish` wakes exactly the waiters of
-  that execution, so a thousand idle waiters cost nothing and an event costs O(its waiters).
-- **subscribers** (archives, transcripts, event pushes to clients) get a bounded buffer each;
-  when one is full the newest event is dropped for that subscriber and counted (seeds/003:
-  drop-newest, a slow consumer never blocks the producer).
+- **waiters** (`vigil logs -f`, `Execution wait`) register interest in a set of execution
+  ids and sleep on one `trio.Event` each; `publish` wakes exactly the waiters of that
+  execution, so a thousand idle waiters cost nothing and an event costs O(its waiters);
+- **observers** (the transcript recorder) are called with every event, in order; each must
+  be quick and never block (the recorder writes one line and offers it to bounded queues).
 
 `publish` is synchronous and never blocks: it runs on the ingest path.
 """
 
 from __future__ import annotations
 
+import logging
 import math
-from collections import deque
-from typing import Any, Iterable, Literal
+from typing import Any, Callable, Iterable, Literal
 
 import msgspec
 import trio
+
+log = logging.getLogger("vigild.lifecycle")
 
 EventKind = Literal["started", "output", "screen", "state", "prompt", "exited", "pruned"]
 
@@ -32,6 +33,8 @@ class LifecycleEvent(msgspec.Struct, kw_only=True, frozen=True):
     execution_id: str
     at_unix_ms: int
     data: dict[str, Any] = {}
+    #: The execution's record as persisted with this event (started, state, exited).
+    record: Any = None
 
 
 class Waiter:
@@ -45,58 +48,27 @@ class Waiter:
         self.events: list[LifecycleEvent] = []
 
 
-class Subscription:
-    """A bounded queue of events for one consumer, drop-newest when full."""
-
-    def __init__(self, bus: "LifecycleBus", capacity: int):
-        self._bus = bus
-        self._queue: deque[LifecycleEvent] = deque()
-        self._capacity = capacity
-        self._ready = trio.Event()
-        self.dropped = 0
-        self.closed = False
-
-    def _offer(self, event: LifecycleEvent) -> None:
-        if len(self._queue) >= self._capacity:
-            self.dropped += 1
-            return
-        self._queue.append(event)
-        self._ready.set()
-
-    async def receive(self) -> LifecycleEvent:
-        while not self._queue:
-            if self.closed:
-                raise trio.EndOfChannel
-            self._ready = trio.Event()
-            await self._ready.wait()
-        return self._queue.popleft()
-
-    def close(self) -> None:
-        """Idempotent: closing twice is safe (seeds/003)."""
-        if not self.closed:
-            self.closed = True
-            self._bus._subscriptions.discard(self)
-            self._ready.set()
-
-
 class LifecycleBus:
     def __init__(self) -> None:
         self._waiters: dict[str, set[Waiter]] = {}
-        self._subscriptions: set[Subscription] = set()
+        self._observers: list[Callable[[LifecycleEvent], None]] = []
         self.published = 0
+
+    def observe(self, observer: Callable[[LifecycleEvent], None]) -> None:
+        """Call `observer(event)` for every event from now on (wired in main.py)."""
+        self._observers.append(observer)
 
     def publish(self, event: LifecycleEvent) -> None:
         self.published += 1
+        for observer in self._observers:
+            try:
+                observer(event)
+            except Exception:  # an observer's bug must not stop ingest or the others
+                log.exception("lifecycle observer failed on %s of %s", event.kind,
+                              event.execution_id)
         for waiter in self._waiters.get(event.execution_id, ()):
             waiter.events.append(event)
             waiter.event.set()
-        for sub in tuple(self._subscriptions):
-            sub._offer(event)
-
-    def subscribe(self, capacity: int) -> Subscription:
-        sub = Subscription(self, capacity)
-        self._subscriptions.add(sub)
-        return sub
 
     def register(self, ids: Iterable[str]) -> Waiter:
         """Start listening before checking state, so nothing between check and wait is lost."""

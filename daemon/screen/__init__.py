@@ -2,13 +2,12 @@
 
 `ScreenKeeper` (sync core, keeper.py) takes raw bytes cheaply and parses them into a
 history-less pyte screen under a CPU budget, fast-forwarding when behind; `ScreenTask`
-(driver.py, trio) runs one keeper in the daemon. `ScreenSnapshot` is the screen as a value,
-`encode_snapshot`/`decode_snapshot` its bounded stored form.
+(driver.py, trio) runs one keeper in the daemon. `ScreenSnapshot` is the screen as a value.
 """
 
 from .keeper import ScreenKeeper
 from .queries import DA1_REPLY, DA2_REPLY, DSR_REPLY, cpr_reply
-from .snapshot import ScreenSnapshot, SnapshotCodecError, decode_snapshot, encode_snapshot
+from .snapshot import ScreenSnapshot
 
 __all__ = [
     "DA1_REPLY",
@@ -16,8 +15,5 @@ __all__ = [
     "DSR_REPLY",
     "ScreenKeeper",
     "ScreenSnapshot",
-    "SnapshotCodecError",
     "cpr_reply",
-    "decode_snapshot",
-    "encode_snapshot",
 ]

@@ -301,7 +301,7 @@ class ScreenKeeper:
         if kind is Query.CPR:
             reply = None
             if len(self._replies) + _CPR_MAX <= self._settings.screen_reply_bytes:
-                self._catch_up()
+                self.catch_up()
                 s = self._screen
                 row = s.cursor.y + 1
                 if s.origin:
@@ -314,7 +314,10 @@ class ScreenKeeper:
             return
         self._replies += reply
 
-    def _catch_up(self) -> None:
+    def catch_up(self) -> None:
+        """Parse everything pending now (fast-forwarding a backlog beyond
+        `screen_backlog_seconds`, so this is bounded): for a snapshot that must include every
+        byte received so far (an attach's repaint, a prompt's readiness, the final screen)."""
         while self.process(float("inf")):
             pass
 
@@ -857,7 +860,7 @@ class ScreenKeeper:
         screen = self._screen
         if (rows, cols) == (screen.lines, screen.columns):
             return
-        self._catch_up()
+        self.catch_up()
         self._take_history()
         old_rows, old_cols = screen.lines, screen.columns
         # The history tail a resize may take back or reflow: enough for the taller screen,
@@ -905,6 +908,11 @@ class ScreenKeeper:
     @property
     def title(self) -> str:
         return self._parser.title
+
+    @property
+    def size(self) -> tuple[int, int]:
+        """(rows, cols) the screen has now."""
+        return self._screen.lines, self._screen.columns
 
     def _refresh(self) -> None:
         screen = self._screen

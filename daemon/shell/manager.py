@@ -22,35 +22,25 @@ import trio
 
 from vigil.daemon.guardian.launch import ensure_private_dir
 from vigil.daemon.store import ExecutionRecord, Store, new_execution_id
-from vigil.protocol.errors import ErrorCode, VigilError
+from vigil.protocol.errors import ErrorCode, VigilError, invalid_request
+from vigil.protocol.keys import UnknownKey, key_bytes
 from vigil.daemon.settings import Settings
 from vigil.protocol.api.shell import BashCommandResult
 
+from ..runtime.lifecycle import LifecycleEvent
 from ..runtime.manager import RuntimeManager
 from ..rpc.scopes import Scopes, ThreadRecord
+from ..telemetry.phases import phase
 from .markers import Done, MarkerScanner, Segment, Started, rcfile
 
 log = logging.getLogger("vigild.shell")
 
-#: Named keys for send_specials (xterm sequences in normal cursor mode).
-SPECIAL_KEYS = {
-    "enter": b"\r", "tab": b"\t", "escape": b"\x1b", "backspace": b"\x7f", "space": b" ",
-    "key-up": b"\x1b[A", "key-down": b"\x1b[B", "key-right": b"\x1b[C", "key-left": b"\x1b[D",
-    "home": b"\x1b[H", "end": b"\x1b[F", "page-up": b"\x1b[5~", "page-down": b"\x1b[6~",
-    "delete": b"\x1b[3~", "insert": b"\x1b[2~",
-}
-
-
-def special_key(name: str) -> bytes:
-    """Bytes for a key name: the table above, or Ctrl-<letter> (Ctrl-c → 0x03)."""
-    key = name.strip().lower().replace("_", "-")
-    if key in SPECIAL_KEYS:
-        return SPECIAL_KEYS[key]
-    if key.startswith("ctrl-") and len(key) == 6 and ("a" <= key[5] <= "z" or key[5] in "[\\]"):
-        return bytes([ord(key[5].upper()) & 0x1F])
-    raise VigilError(ErrorCode.INVALID_REQUEST,
-                     f"unknown key {name!r}; known: {', '.join(sorted(SPECIAL_KEYS))}, Ctrl-a…Ctrl-z",
-                     {"field": "params.action.keys"})
+def keys_to_bytes(names: list[str], field: str) -> bytes:
+    """The bytes of named keys (vigil.protocol.keys), or `invalid_request` naming the field."""
+    try:
+        return b"".join(key_bytes(name) for name in names)
+    except UnknownKey as exc:
+        raise invalid_request(str(exc), field) from None
 
 
 class ShellSession:
@@ -147,11 +137,11 @@ class ShellManager:
         self.shell_dir = shell_dir
         self.sessions: dict[str, ShellSession] = {}
         self._starting: dict[str, trio.Event] = {}
-        runtimes.observer_factory = self._observers_for
 
-    # --- recovery: called by RuntimeManager for each record it re-attaches ------------------
+    # --- RuntimeHooks: what the runtime manager tells us -------------------------------------
 
-    def _observers_for(self, record: ExecutionRecord) -> list:
+    def observers_for(self, record: ExecutionRecord) -> list:
+        """A shell being re-attached at recovery gets its session (and marker scanner) back."""
         if record.kind != "shell":
             return []
         thread = next((t for t in self.scopes.all() if t.shell_execution_id == record.execution_id),
@@ -163,7 +153,7 @@ class ShellManager:
         self.sessions[thread.thread_id] = session
         return [session.observe]
 
-    def recover_commands(self, records: list[ExecutionRecord]) -> list[tuple[str, dict]]:
+    def settle_orphans(self, records: list[ExecutionRecord]) -> list[tuple[str, dict]]:
         """Re-bind running shell commands to their recovered shells; settle the orphans."""
         settle = []
         for rec in records:
@@ -189,7 +179,8 @@ class ShellManager:
         starting = self._starting.get(thread.thread_id)
         if starting is not None:
             await starting.wait()
-            return await self.session(self.scopes.check(thread.thread_id, thread.workspace_root))
+            return await self.session(self.scopes.check(thread.thread_id, thread.workspace_root,
+                                                        thread.principal))
         self._starting[thread.thread_id] = trio.Event()
         try:
             return await self._start(thread)
@@ -198,7 +189,6 @@ class ShellManager:
 
     async def _start(self, thread: ThreadRecord) -> ShellSession:
         nonce = secrets.token_hex(16)
-        ensure_private_dir(os.path.dirname(self.shell_dir))
         ensure_private_dir(self.shell_dir)
         rc_path = os.path.join(self.shell_dir, f"rc-{secrets.token_hex(8)}.sh")
         fd = os.open(rc_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
@@ -215,7 +205,8 @@ class ShellManager:
         record = await self.runtimes.start(
             scope=thread.scope, thread_id=thread.thread_id, workspace_root=thread.workspace_root,
             argv=argv, command="bash (persistent shell)", cwd=thread.workspace_root,
-            env={"VIGIL_SHELL": "1", "PAGER": "cat", "GIT_PAGER": "cat"}, rows=None, cols=None,
+            env=self.runtimes.child_environment({"VIGIL_SHELL": "1", "PAGER": "cat",
+                                                  "GIT_PAGER": "cat"}), rows=None, cols=None,
             name="shell", kind="shell", observers=observers)
         previous = thread.shell_execution_id
         thread = self.scopes.update(thread, shell_execution_id=record.execution_id,
@@ -262,7 +253,11 @@ class ShellManager:
             kind="shell_command", status="running", started_unix_ms=self.store.clock(),
             runtime=self.runtimes.live[session.shell_eid].record.runtime, generation=generation,
             rows=shell.rows, cols=shell.cols)
-        await trio.to_thread.run_sync(self.store.create_execution, record)
+        record = await trio.to_thread.run_sync(self.store.create_execution, record)
+        self.runtimes.bus.publish(LifecycleEvent(kind="started", scope=record.scope,
+                                                 execution_id=eid,
+                                                 at_unix_ms=record.observed_at_unix_ms,
+                                                 record=record))
         self.runtimes.ingest.set_fields(session.shell_eid, generation=generation)
         session.generation = generation
         session.cmd_eid = eid
@@ -275,11 +270,13 @@ class ShellManager:
         line = text.rstrip("\n")
         if "\n" in line or len(line.encode()) > self.settings.canonical_line_max_bytes - 64:
             path = os.path.join(self.shell_dir, f"cmd-{eid}.sh")
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-            with os.fdopen(fd, "w") as f:
-                # The file removes itself first: `. FILE` then ends with the command's own
-                # status, which the end marker reports.
-                f.write(f"rm -f -- '{path}'\n{line}\n")
+            with phase("temporary_file_audit"):
+                ensure_private_dir(self.shell_dir)  # the runtime dir may have been deleted since
+                fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+                with os.fdopen(fd, "w") as f:
+                    # The file removes itself first: `. FILE` then ends with the command's
+                    # own status, which the end marker reports.
+                    f.write(f"rm -f -- '{path}'\n{line}\n")
             line = f". '{path}'"
         await self.runtimes.send_input(session.shell_eid, line.encode() + b"\r")
         return session
@@ -300,8 +297,37 @@ class ShellManager:
 
     async def wait(self, session: ShellSession, seconds: float) -> None:
         if seconds > 0:
-            with trio.move_on_after(seconds):
+            with phase("wait_sleep"), trio.move_on_after(seconds):
                 await session.cmd_done.wait()
+
+    # --- Tasks: commands as executions of their own ------------------------------------------
+
+    async def start_task(self, thread: ThreadRecord, text: str) -> tuple[ShellSession, ExecutionRecord]:
+        """Start `text` as a background execution of its own (`bash -c`, in the shell's
+        current directory): a Task, observed through `Execution`. The shell stays free."""
+        if not text.strip():
+            raise invalid_request("command is empty", "params.action.command")
+        if len(text.encode()) > self.settings.bash_text_max_bytes or "\0" in text:
+            raise invalid_request(f"command must be at most {self.settings.bash_text_max_bytes} "
+                                  "bytes and contain no NUL", "params.action.command")
+        session = await self.session(thread)
+        record = await self.runtimes.start(
+            scope=thread.scope, thread_id=thread.thread_id, workspace_root=thread.workspace_root,
+            argv=["bash", "-c", text], command=text, cwd=session.cwd,
+            env=self.runtimes.child_environment({}), rows=None, cols=None, name="task")
+        return session, record
+
+    async def wait_task(self, execution_id: str, seconds: float) -> bool:
+        """Wait up to `seconds` for a Task to end; True when it did (and its end, with all
+        its output, is committed)."""
+        live = self.runtimes.live.get(execution_id)
+        if live is not None and seconds > 0:
+            with phase("wait_sleep"), trio.move_on_after(seconds):
+                await live.done.wait()
+        if live is not None and not live.done.is_set():
+            return False
+        await self.runtimes.ingest.flush()
+        return True
 
     def result(self, session: ShellSession, *, eid: str | None = None,
                background: bool = False) -> BashCommandResult:
@@ -317,12 +343,20 @@ class ShellManager:
             execution_id=eid or session.cmd_eid or self._last_cmd(session),
             shell_execution_id=session.shell_eid,
             exit_code=None if status != "completed" else session.last_exit,
-            cwd=session.cwd, output=text, output_truncated=truncated)
+            cwd=session.cwd, output=text, output_truncated=truncated,
+            shell_exited=not session.alive)
+
+    def running_command(self, shell_execution_id: str) -> str | None:
+        """The command running now in the shell `shell_execution_id`, if any."""
+        for session in self.sessions.values():
+            if session.shell_eid == shell_execution_id:
+                return session.cmd_eid
+        return None
 
     def _last_cmd(self, session: ShellSession) -> str | None:
         return session.last_cmd_eid
 
-    def shell_ended(self, record: ExecutionRecord) -> None:
+    def runtime_ended(self, record: ExecutionRecord) -> None:
         """The shell itself ended (e.g. `exit`): its running command ends with it."""
         for session in list(self.sessions.values()):
             if session.shell_eid != record.execution_id:

@@ -2,7 +2,7 @@
 
 Synchronous; called from trio worker threads, one transaction per call.
 
-- `records`: persisted Structs (`ExecutionRecord`, `RuntimeIdentity`, `ScreenSnapshot`) and ids.
+- `records`: persisted Structs (`ExecutionRecord`, `RuntimeIdentity`, `StoredScreen`) and ids.
 - `store`: `Store` (open, create/get/list/update, `commit_batch`, changes, recovery).
 - `cursor`: authenticated opaque cursors.
 - `pages`: bounded UTF-8-safe output and screen pages.
@@ -18,13 +18,13 @@ from .cursor import (
     encode_cursor,
 )
 from .errors import CURSOR_MESSAGE, CursorError, ExecutionNotFound, InvalidArgument, StoreError
-from .pages import Gap, OutputPage, ScreenPage, read_output_page, read_screen_page
+from .pages import read_output_page, read_output_tail, read_screen_page
 from .records import (
     RECORD_SCHEMA,
     ChangeEntry,
     ExecutionRecord,
     RuntimeIdentity,
-    ScreenSnapshot,
+    StoredScreen,
     new_execution_id,
     parse_execution_id,
     scope_hash,
@@ -43,15 +43,12 @@ __all__ = [
     "ExecutionNotFound",
     "ExecutionRecord",
     "ExecutionUpdate",
-    "Gap",
     "InvalidArgument",
     "Listing",
-    "OutputPage",
     "PAGE",
     "RECORD_SCHEMA",
     "RuntimeIdentity",
-    "ScreenPage",
-    "ScreenSnapshot",
+    "StoredScreen",
     "Store",
     "StoreError",
     "decode_catalog_cursor",
@@ -61,6 +58,7 @@ __all__ = [
     "new_execution_id",
     "parse_execution_id",
     "read_output_page",
+    "read_output_tail",
     "read_screen_page",
     "scope_hash",
     "wall_clock_ms",

@@ -28,8 +28,10 @@ from typing import Callable, Iterator, TypeVar
 import lmdb
 
 from vigil.daemon.settings import Settings
+from vigil.protocol.paths import PrivateDirError, open_private_file
 
 from .errors import StoreError
+from .integrity import DataFileDamaged, NotAnLmdbFile, check_data_file
 
 T = TypeVar("T")
 
@@ -52,6 +54,9 @@ _FULL_TEXTS = ("No space left", "File too large", "Disk quota", "Input/output er
 _READONLY_ERRNOS = {errno.EACCES, errno.EPERM, errno.EROFS}
 
 U64 = struct.Struct(">Q")
+
+#: The files LMDB keeps in the store directory (subdir=True).
+ENV_FILES = ("data.mdb", "lock.mdb")
 
 
 class _Gate:
@@ -131,10 +136,15 @@ class LmdbEnv:
         self._gate = _Gate()
         self._write_lock = threading.Lock()
         self._prepare_dir()
+        self._check_data_file()
         self.env = self._open_env()
         try:
             self.dbs = self._open_dbs()
             self._read_meta()
+        except lmdb.Error as exc:
+            # Damage the start-up check cannot see (it reads roots, not every page).
+            self.env.close()
+            raise StoreError(self._damaged(f"LMDB reports {exc}")) from exc
         except BaseException:
             self.env.close()
             raise
@@ -143,7 +153,7 @@ class LmdbEnv:
 
     def _prepare_dir(self) -> None:
         path = self.path
-        if path.exists() and not path.is_dir():
+        if path.is_symlink() or (path.exists() and not path.is_dir()):
             raise StoreError(f"{path} is not a directory, so it is not a vigil store; move it away")
         try:
             path.mkdir(mode=0o700, parents=True, exist_ok=True)
@@ -157,6 +167,37 @@ class LmdbEnv:
                 os.chmod(path, 0o700)  # ours, but too open: private by construction
             except OSError as exc:
                 raise StoreError(f"cannot make {path} private (0700): {exc.strerror}") from exc
+        # LMDB opens its two files itself, following links: check them first. The directory
+        # is ours and 0700, so nobody else can swap a file in between.
+        for name in ENV_FILES:
+            file = os.path.join(path, name)
+            if os.path.lexists(file):
+                try:
+                    os.close(open_private_file(file, os.O_RDONLY))
+                except PrivateDirError as exc:
+                    raise StoreError(exc.message) from None
+
+    def _damaged(self, what: str) -> str:
+        file = self.path / "data.mdb"
+        return (f"the vigil store file {file} is damaged: {what}; vigil left it untouched and "
+                f"will not start on it: move the store aside (mv {self.path} {self.path}.damaged) "
+                "to start with an empty one, or restore it from a backup")
+
+    def _check_data_file(self) -> None:
+        """Refuse a damaged data.mdb before LMDB maps it (integrity.py says how and why)."""
+        file = self.path / "data.mdb"
+        if not file.exists():
+            return  # a new store
+        try:
+            check_data_file(str(file))
+        except NotAnLmdbFile as exc:
+            raise StoreError(
+                f"{self.path} holds a file that is not a vigil store ({exc}); it was left "
+                "untouched: move it away or point VIGIL_STATE_DIR elsewhere") from None
+        except DataFileDamaged as exc:
+            raise StoreError(self._damaged(str(exc))) from None
+        except OSError as exc:
+            raise StoreError(f"cannot read the vigil store file {file}: {exc.strerror}") from None
 
     def _open_env(self) -> lmdb.Environment:
         s = self.settings

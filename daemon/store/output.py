@@ -142,17 +142,6 @@ def _refresh_retained_start(tx: Tx, rec: ExecutionRecord) -> ExecutionRecord:
     return msgspec.structs.replace(rec, output_retained_start=start, gaps=gaps)
 
 
-def delete_all_output(tx: Tx, eid: bytes) -> None:
-    """Delete every chunk of one execution (record removal)."""
-    cur = tx.txn.cursor(db=tx.dbs["output"])
-    ok = cur.set_range(eid)
-    while ok:
-        key = cur.key()
-        if not key or key[: keys.ID_LEN] != eid:
-            break
-        ok = cur.delete()
-
-
 def read_stored(txn, db, eid: bytes, start: int, want: int) -> tuple[int, bytes]:
     """Stored bytes of one execution from offset `start`: (first_offset, data).
 

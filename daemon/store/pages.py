@@ -9,8 +9,8 @@ happens in ONE read transaction.
 
 - UTF-8 boundaries: a page never ends inside a character (`utf8.safe_cut`): the bytes of a
   character cut by the page limit go to the next page. An incomplete sequence at the very
-  end of the output is held back while more bytes may still come (running or
-  output_pending), and decoded (as U+FFFD) once it is final: at a hole in the retained
+  end of the output is held back while more bytes may still come (running, or output
+  pending in the daemon), and decoded (as U+FFFD) once it is final: at a hole in the retained
   output or at the end of a finished execution. Concatenating the pages of a stream
   without gaps therefore gives exactly `bytes.decode('utf-8', 'replace')` of the stream,
   and a page always makes progress except when it is waiting for the rest of a character.
@@ -19,22 +19,23 @@ happens in ONE read transaction.
   `gap = {bytes_skipped, from_offset, to_offset}` with bytes_skipped = to - from exactly;
   a page stops at a hole, so the next page reports that hole as its gap.
 - `has_more` is true exactly when `end_offset < output_total_bytes` (more is already
-  produced), or the execution is `running`, or `output_pending` is true (a capture is
-  still owed): i.e. while reading again later may return more. A terminal execution read
+  produced), or the execution is `running`, or output is pending (the caller says so: a
+  capture is still owed): i.e. while reading again later may return more. A terminal execution read
   to its end has `has_more == False`.
 - `next_cursor` is always returned (continue from `end_offset`); it is bound to the store,
   scope, execution, source 'output' and the record's generation.
 
-Screen pages
-------------
+Screen and detection pages
+--------------------------
 `read_screen_page` pages the UTF-8 text of the persisted screen snapshot the same way; the
 cursor carries the snapshot number, and a cursor of an older snapshot gets
-`resync_required = True` with the first page of the current snapshot.
+`resync_required = True` with the first page of the current snapshot. The detection source
+pages the same snapshot (the recognizer evaluates the screen), with cursors of its own.
 """
 
 from __future__ import annotations
 
-import msgspec
+from vigil.protocol.api.execution import DetectionSummary, Gap, Page
 
 from . import cursor as cursors
 from .errors import ExecutionNotFound, InvalidArgument
@@ -45,39 +46,6 @@ from .utf8 import safe_cut
 
 #: Smallest page: the longest UTF-8 character must fit (spec: observe accepts 4..65,536).
 MIN_PAGE_BYTES = 4
-
-
-class Gap(msgspec.Struct, kw_only=True, frozen=True):
-    """Bytes between the requested offset and the first retained one (never returned)."""
-
-    bytes_skipped: int
-    from_offset: int
-    to_offset: int
-
-
-class OutputPage(msgspec.Struct, kw_only=True, frozen=True):
-    """One page of retained output; offsets are absolute stream offsets [start, end)."""
-
-    text: str
-    next_cursor: str
-    has_more: bool
-    gap: Gap | None
-    start_offset: int
-    end_offset: int
-
-
-class ScreenPage(msgspec.Struct, kw_only=True, frozen=True):
-    """One page of the screen snapshot's text; offsets are byte offsets in that text."""
-
-    text: str
-    next_cursor: str
-    has_more: bool
-    resync_required: bool
-    snapshot: int
-    start_offset: int
-    end_offset: int
-    #: 'exact' or 'fast_forwarded' ('' when no screen was captured yet).
-    fidelity: str
 
 
 def _page_size(view: CatalogView, page_bytes: int | None) -> int:
@@ -134,10 +102,14 @@ def read_output_page(
     execution_id: str,
     cursor: str | None = None,
     page_bytes: int | None = None,
-) -> OutputPage:
+    *,
+    pending: bool = False,
+) -> Page:
     """One page of retained output (see the module docstring for the exact semantics).
 
     `src` is a Store (a read txn of its own) or a CatalogView (observe: share its txn).
+    `pending`: the daemon knows of output not yet persisted (runtime knowledge the store
+    does not have), so more may come even after the exit.
 
     Raises:
         InvalidArgument: malformed execution id or page_bytes out of range.
@@ -147,7 +119,7 @@ def read_output_page(
     parse_execution_id(execution_id)
     if isinstance(src, Store):
         with src.catalog() as view:
-            return read_output_page(view, scope, execution_id, cursor, page_bytes)
+            return read_output_page(view, scope, execution_id, cursor, page_bytes, pending=pending)
     view = src
     size = _page_size(view, page_bytes)
     rec = _record(view, scope, execution_id)
@@ -161,7 +133,7 @@ def read_output_page(
         # from `start` to the end is gone (or `start` is the end).
         first = rec.output_total_bytes
     gap = Gap(bytes_skipped=first - start, from_offset=start, to_offset=first) if first > start else None
-    live = rec.status == "running" or rec.output_pending
+    live = rec.status == "running" or pending
     if len(data) > size:
         cut = safe_cut(data, size) or size  # size >= 4: 0 only for malformed input; force
     else:
@@ -171,7 +143,8 @@ def read_output_page(
         else:
             cut = len(data)  # final: a hole or a finished stream follows; decode as is
     end = first + cut
-    return OutputPage(
+    return Page(
+        source="output",
         text=bytes(data[:cut]).decode("utf-8", "replace"),
         next_cursor=_page_cursor(view, rec, "output", end),
         has_more=end < rec.output_total_bytes or live,
@@ -181,21 +154,47 @@ def read_output_page(
     )
 
 
+def read_output_tail(store: Store, scope: str, execution_id: str, max_bytes: int
+                     ) -> tuple[str, bool]:
+    """The last `max_bytes` of retained output as text, and whether anything before them
+    (retained or pruned) is left out. For a short answer about a finished command (a
+    BashCommand Task that ended within its inline allowance); pages are for everything else.
+    """
+    with store.catalog() as view:
+        rec = _record(view, scope, execution_id)
+        start = max(0, rec.output_total_bytes - max_bytes)
+        first, data = read_stored(view.tx.txn, view.tx.dbs["output"], id_bytes(execution_id),
+                                  start, max_bytes)
+    text = bytes(data).decode("utf-8", "replace")
+    cut = start > 0 or first > start
+    if cut:
+        text = text.lstrip("\ufffd")  # a character split by the cut
+    return text, cut
+
+
 def read_screen_page(
     src: Store | CatalogView,
     scope: str,
     execution_id: str,
     cursor: str | None = None,
     page_bytes: int | None = None,
-) -> ScreenPage:
+    *,
+    source: str = "screen",
+    detection: DetectionSummary | None = None,
+) -> Page:
     """One page of the persisted screen's text (see the module docstring).
 
-    Raises: as `read_output_page` (the cursor must be a 'screen' cursor).
+    `source="detection"` pages the same snapshot as the detection snapshot (what the
+    recognizer evaluated; `detection` says what it concluded), with cursors of their own
+    source: a screen cursor is refused for detection and the other way round.
+
+    Raises: as `read_output_page` (the cursor must be a cursor of `source`).
     """
     parse_execution_id(execution_id)
     if isinstance(src, Store):
         with src.catalog() as view:
-            return read_screen_page(view, scope, execution_id, cursor, page_bytes)
+            return read_screen_page(view, scope, execution_id, cursor, page_bytes,
+                                    source=source, detection=detection)
     view = src
     size = _page_size(view, page_bytes)
     rec = _record(view, scope, execution_id)
@@ -204,7 +203,7 @@ def read_screen_page(
     number = 0 if screen is None else screen.snapshot
     start, resync = 0, False
     if cursor is not None:
-        fields = _decode(view, scope, execution_id, "screen", cursor)
+        fields = _decode(view, scope, execution_id, source, cursor)
         if fields.snapshot == number:
             start = min(fields.offset, len(raw))
         else:
@@ -212,13 +211,15 @@ def read_screen_page(
     cut = safe_cut(raw[start:], size) if len(raw) - start > size else len(raw) - start
     cut = cut or min(size, len(raw) - start)
     end = start + cut
-    return ScreenPage(
+    return Page(
+        source=source,
         text=raw[start:end].decode("utf-8", "replace"),
-        next_cursor=_page_cursor(view, rec, "screen", end, number),
+        next_cursor=_page_cursor(view, rec, source, end, number),
         has_more=end < len(raw),
         resync_required=resync,
         snapshot=number,
         start_offset=start,
         end_offset=end,
         fidelity="" if screen is None else screen.fidelity,
+        detection=detection,
     )

@@ -28,6 +28,9 @@ RECORD_SCHEMA = 1
 Status = Literal["running", "exited", "unknown"]
 Kind = Literal["standalone", "shell", "shell_command"]
 TERMINAL_STATUSES = frozenset({"exited", "unknown"})
+#: The kinds in the persistent shell's retention pool (retention.py): the shells and their
+#: commands, kept under a cap of their own so they never push standalone runs out.
+SHELL_POOL_KINDS = frozenset({"shell", "shell_command"})
 
 
 class RuntimeIdentity(msgspec.Struct, kw_only=True, frozen=True):
@@ -90,7 +93,12 @@ class ExecutionRecord(msgspec.Struct, kw_only=True, frozen=True):
     #: Store-managed: the most recent guardian gaps as [start, end) offsets, capped at
     #: Settings.store_gaps_kept; gaps older than the retained start are forgotten.
     gaps: list[tuple[int, int]] = []
+    #: Store-managed: commits that persisted new output for this execution (the activity a
+    #: capture covers: equal values saw the same output).
     output_activity_seq: int = 0
+    #: Never written since schema 1's first release: whether output is pending is runtime
+    #: knowledge (uncommitted bytes, a guardian ahead of the store), computed when a record
+    #: is shown. Kept so that old records decode.
     output_pending: bool = False
     rows: int | None = None
     cols: int | None = None
@@ -105,10 +113,21 @@ class ExecutionRecord(msgspec.Struct, kw_only=True, frozen=True):
     #: this command's own output begins (None until the shell announced the start). Added
     #: with a default, so schema-1 records without it still decode.
     shell_offset: int | None = None
+    #: The environment the execution was started with (the caller's, for a CLI `run`).
+    #: Private to the record: no view shows it unless asked (`Execution get` with
+    #: `include_env`), and it is never logged or put in an error. Null for records made
+    #: before vigil kept it, and for shell commands (they run in the shell's environment).
+    env: dict[str, str] | None = None
+    #: Why the command could not be started (then `exited` 127 or 126), as a shell says it.
+    start_error: str | None = None
 
     @property
     def is_terminal(self) -> bool:
         return self.status in TERMINAL_STATUSES
+
+    @property
+    def in_shell_pool(self) -> bool:
+        return self.kind in SHELL_POOL_KINDS
 
     @property
     def output_stored_bytes(self) -> int:
@@ -136,13 +155,17 @@ STORE_MANAGED = frozenset(
         "screen_bytes",
         "screen_snapshot",
         "output_change_seq",
+        "output_activity_seq",
+        "output_pending",
+        "env",
     }
 )
 UPDATABLE = frozenset(ExecutionRecord.__struct_fields__) - STORE_MANAGED
 
 
-class ScreenSnapshot(msgspec.Struct, kw_only=True, frozen=True):
-    """The last visible screen of an execution, as the screen keeper rendered it.
+class StoredScreen(msgspec.Struct, kw_only=True, frozen=True):
+    """The last visible screen of an execution, as the store keeps it (the screen keeper's
+    live `vigil.daemon.screen.ScreenSnapshot`, converted in runtime/manager.py).
 
     `snapshot` increases with every change so that a screen cursor from an older snapshot is
     answered with `resync_required` rather than a page of a different screen.
@@ -161,6 +184,10 @@ class ScreenSnapshot(msgspec.Struct, kw_only=True, frozen=True):
     captured_unix_ms: int = 0
     #: True when the text was cut to Settings.retention_screen_bytes (the top was dropped).
     truncated: bool = False
+    #: Offset in the output stream up to which this screen shows every byte (null when not
+    #: known: the keeper had bytes left to parse). A re-attaching daemon restores the screen
+    #: from this text and replays the guardian's ring from here.
+    output_offset: int | None = None
 
 
 class ChangeEntry(msgspec.Struct, kw_only=True, frozen=True):
@@ -217,7 +244,7 @@ def scope_hash(scope: str) -> bytes:
 
 _encoder = msgspec.msgpack.Encoder()
 _record_decoder = msgspec.msgpack.Decoder(ExecutionRecord)
-_screen_decoder = msgspec.msgpack.Decoder(ScreenSnapshot)
+_screen_decoder = msgspec.msgpack.Decoder(StoredScreen)
 
 
 def encode(obj: msgspec.Struct) -> bytes:
@@ -241,7 +268,7 @@ def decode_record(raw: bytes) -> ExecutionRecord:
     return rec
 
 
-def decode_screen(raw: bytes) -> ScreenSnapshot:
+def decode_screen(raw: bytes) -> StoredScreen:
     try:
         return _screen_decoder.decode(raw)
     except msgspec.DecodeError as exc:

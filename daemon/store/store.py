@@ -34,13 +34,13 @@ from vigil.daemon.settings import DEFAULTS, Settings
 from . import keys
 from .env import LmdbEnv
 from .errors import ExecutionNotFound, InvalidArgument, StoreError
-from .output import append_output, prune_output
+from .output import append_output, prune_output, read_stored
 from .records import (
     RECORD_SCHEMA,
     UPDATABLE,
     ChangeEntry,
     ExecutionRecord,
-    ScreenSnapshot,
+    StoredScreen,
     decode_record,
     decode_screen,
     encode,
@@ -69,15 +69,17 @@ class ExecutionUpdate(msgspec.Struct, kw_only=True, frozen=True):
     execution_id: str
     output: list[tuple[int, bytes]] = []
     fields: dict[str, Any] = {}
-    screen: ScreenSnapshot | None = None
+    screen: StoredScreen | None = None
 
 
 class BatchResult(msgspec.Struct, kw_only=True, frozen=True):
-    """Outcome of `commit_batch`: the records as committed, and ids that do not exist."""
+    """Outcome of `commit_batch`: the records as committed, ids that do not exist, and items
+    refused as impossible (execution id, reason) — those were dropped, the rest committed."""
 
     records: dict[str, ExecutionRecord]
     missing: list[str]
     change_seq: int
+    rejected: list[tuple[str, str]] = []
 
 
 class Listing(msgspec.Struct, kw_only=True, frozen=True):
@@ -128,21 +130,27 @@ class CatalogView:
             return None  # another scope's execution reads exactly as a missing one
         return rec
 
-    def list(self, scope: str, limit: int | None = None) -> Listing:
+    def list(self, scope: str, limit: int | None = None, offset: int = 0) -> Listing:
         s = self.store.settings
         limit = s.list_limit_default if limit is None else limit
         if not 1 <= limit <= s.list_limit_max:
             raise InvalidArgument(f"limit must be between 1 and {s.list_limit_max}")
+        if offset < 0:
+            raise InvalidArgument("offset must not be negative")
         shash = scope_hash(scope)
         out: list[ExecutionRecord] = []
+        skip = offset
         for rec in self.tx.scope_records(shash, newest_first=True):
             if rec.scope == scope:
+                if skip:
+                    skip -= 1
+                    continue
                 out.append(rec)
                 if len(out) >= limit:
                     break
         return Listing(records=out, change_seq=self.tx.latest_change_seq(), total=self.tx.usage(shash).records)
 
-    def get_screen(self, scope: str, execution_id: str) -> ScreenSnapshot | None:
+    def get_screen(self, scope: str, execution_id: str) -> StoredScreen | None:
         if self.get(scope, execution_id) is None:
             return None
         raw = self.tx.txn.get(id_bytes(execution_id), db=self.tx.dbs["screens"])
@@ -254,16 +262,38 @@ class Store:
         with self.catalog() as view:
             return view.get(scope, execution_id)
 
-    def list(self, scope: str, limit: int | None = None) -> Listing:
-        """The scope's records, newest first (by `started_unix_ms`, then id), at most `limit`.
+    def list(self, scope: str, limit: int | None = None, offset: int = 0) -> Listing:
+        """The scope's records, newest first (by `started_unix_ms`, then id), at most
+        `limit`, after skipping the `offset` newest.
 
         Raises:
-            InvalidArgument: limit outside 1..Settings.list_limit_max.
+            InvalidArgument: limit outside 1..Settings.list_limit_max, negative offset.
         """
         with self.catalog() as view:
-            return view.list(scope, limit)
+            return view.list(scope, limit, offset)
 
-    def get_screen(self, scope: str, execution_id: str) -> ScreenSnapshot | None:
+    def read_output(self, scope: str, execution_id: str, start: int, want: int
+                    ) -> tuple[ExecutionRecord, int, bytes]:
+        """Raw retained output of one execution from `start`, in one read transaction:
+        (record, first offset, bytes). `first > start` when the bytes from `start` are no
+        longer retained (the caller reports the gap); the bytes are contiguous and at most
+        `want` (see `output.read_stored`).
+
+        Raises:
+            ExecutionNotFound: no such execution in `scope`.
+        """
+        with self.catalog() as view:
+            rec = view.get(scope, execution_id)
+            if rec is None:
+                raise ExecutionNotFound()
+            start = min(start, rec.output_total_bytes)
+            first, data = read_stored(view.tx.txn, view.tx.dbs["output"], id_bytes(execution_id),
+                                      start, want)
+            if not data:
+                first = rec.output_total_bytes  # retained output is a suffix of the stream
+            return rec, first, data
+
+    def get_screen(self, scope: str, execution_id: str) -> StoredScreen | None:
         parse_execution_id(execution_id)
         with self.catalog() as view:
             return view.get_screen(scope, execution_id)
@@ -329,13 +359,15 @@ class Store:
             )
             new = _validated(new)
             shash = scope_hash(new.scope)
+            # Usage first, before the record is listed (an old scope's first count must not
+            # see it and then add it again).
+            tx.add_usage(shash, records=1, shell_pool=int(new.in_shell_pool))
             tx.put_record(new)
             tx.txn.put(keys.by_scope_key(shash, new.started_unix_ms, eid), b"", db=tx.dbs["by_scope"])
             if terminal:
                 tx.txn.put(keys.expiry_key(tx.now_ms, eid), b"", db=tx.dbs["expiry"])
-            tx.add_usage(shash, records=1)
             tx.add_change(new, "created")
-            enforce_record_count(tx, shash)
+            enforce_record_count(tx, shash, new.in_shell_pool)
             return tx.get_record(eid) or new
 
         return self._write(fn)
@@ -349,6 +381,8 @@ class Store:
             ExecutionNotFound, InvalidArgument, StoreError.
         """
         result = self.commit_batch([ExecutionUpdate(execution_id=execution_id, fields=fields)])
+        for _eid, reason in result.rejected:
+            raise InvalidArgument(reason)
         if execution_id in result.missing:
             raise ExecutionNotFound()
         return result.records[execution_id]
@@ -356,32 +390,46 @@ class Store:
     def commit_batch(self, items: Sequence[ExecutionUpdate]) -> BatchResult:
         """Apply one ingest tick: every item, retention and expiry, in ONE write transaction.
 
-        Items naming an execution that does not exist are skipped and listed in `missing`
-        (the rest is still committed). Several items for one execution apply in order.
+        Items naming an execution that does not exist are skipped and listed in `missing`;
+        an impossible item (a field that may not be updated, a bad value, a status move the
+        outcome rules forbid) is dropped and listed in `rejected` with the reason — one bad
+        item never holds back the others. Several items for one execution apply in order.
 
         Raises:
-            InvalidArgument: a field that may not be updated, a bad value or status move
-                (nothing of the batch is committed).
             StoreError: the store cannot be written (nothing of the batch is committed).
         """
+        rejected: list[tuple[str, str]] = []
+        valid: list[ExecutionUpdate] = []
         for item in items:
-            parse_execution_id(item.execution_id)
+            try:
+                parse_execution_id(item.execution_id)
+            except InvalidArgument as exc:
+                rejected.append((item.execution_id, exc.message))
+                continue
             bad = set(item.fields) - UPDATABLE
             if bad:
-                raise InvalidArgument(f"fields not updatable: {', '.join(sorted(bad))}")
+                rejected.append((item.execution_id,
+                                 f"fields not updatable: {', '.join(sorted(bad))}"))
+                continue
+            valid.append(item)
 
         def fn(tx: Tx) -> BatchResult:
             expire_due(tx)
             missing: list[str] = []
+            refused = list(rejected)
             touched: dict[str, ExecutionRecord] = {}
             byte_scopes: set[bytes] = set()
-            for item in items:
+            for item in valid:
                 rec = tx.get_record(bytes.fromhex(item.execution_id))
                 if rec is None:
                     if item.execution_id not in missing:
                         missing.append(item.execution_id)
                     continue
-                rec, grew = self._apply(tx, rec, item)
+                try:
+                    rec, grew = self._apply(tx, rec, item)
+                except InvalidArgument as exc:  # raised before the item wrote anything
+                    refused.append((item.execution_id, exc.message))
+                    continue
                 touched[rec.execution_id] = rec
                 if grew:
                     byte_scopes.add(scope_hash(rec.scope))
@@ -394,12 +442,17 @@ class Store:
                     missing.append(eid)  # removed by retention in this very transaction
                 else:
                     records[eid] = rec
-            return BatchResult(records=records, missing=missing, change_seq=tx.latest_change_seq())
+            return BatchResult(records=records, missing=missing, change_seq=tx.latest_change_seq(),
+                               rejected=refused)
 
         return self._write(fn)
 
     def _apply(self, tx: Tx, rec: ExecutionRecord, item: ExecutionUpdate) -> tuple[ExecutionRecord, bool]:
-        """One item against one record; returns (record, whether the scope's bytes grew)."""
+        """One item against one record; returns (record, whether the scope's bytes grew).
+
+        Raises:
+            InvalidArgument: a bad field value or status move — before anything is written.
+        """
         s = self.settings
         old = rec
         shash = scope_hash(rec.scope)
@@ -428,7 +481,7 @@ class Store:
                     tx.add_usage(shash, nbytes=-freed)
                 grew = stored > freed
                 events.append(("output", None))
-                rec = new
+                rec = msgspec.structs.replace(new, output_activity_seq=new.output_activity_seq + 1)
         if item.screen is not None:
             rec, delta = self._put_screen(tx, rec, item.screen)
             if delta is not None:
@@ -447,7 +500,7 @@ class Store:
         tx.put_record(rec)
         return rec, grew
 
-    def _put_screen(self, tx: Tx, rec: ExecutionRecord, screen: ScreenSnapshot) -> tuple[ExecutionRecord, int | None]:
+    def _put_screen(self, tx: Tx, rec: ExecutionRecord, screen: StoredScreen) -> tuple[ExecutionRecord, int | None]:
         """Store the screen if it differs; returns (record, byte delta or None if unchanged)."""
         cap = self.settings.retention_screen_bytes
         text = screen.text
@@ -464,7 +517,14 @@ class Store:
         prev_raw = tx.txn.get(eid, db=db)
         if prev_raw is not None:
             prev = decode_screen(prev_raw)
-            if msgspec.structs.replace(prev, captured_unix_ms=candidate.captured_unix_ms) == candidate:
+            same = msgspec.structs.replace(prev, captured_unix_ms=candidate.captured_unix_ms,
+                                           output_offset=candidate.output_offset)
+            if same == candidate:
+                # The same screen: not a change (no new snapshot number, so no reader has to
+                # resync); only the offset it is known to be current at moves forward.
+                if prev.output_offset != candidate.output_offset:
+                    tx.txn.put(eid, encode(msgspec.structs.replace(
+                        prev, output_offset=candidate.output_offset)), db=db)
                 return rec, None
         number = rec.screen_snapshot + 1
         tx.txn.put(eid, encode(msgspec.structs.replace(candidate, snapshot=number)), db=db)
@@ -479,6 +539,15 @@ class Store:
 
         def fn(tx: Tx) -> None:
             tx.txn.put(key, value, db=tx.dbs["threads"])
+
+        self._write(fn)
+
+    def delete_thread(self, thread_id: str) -> None:
+        """Forget one thread record (an expired thread); a missing one is fine."""
+        key = thread_id.encode("utf-8")
+
+        def fn(tx: Tx) -> None:
+            tx.txn.delete(key, db=tx.dbs["threads"])
 
         self._write(fn)
 
@@ -525,14 +594,14 @@ class Store:
     # --- diagnostics --------------------------------------------------------------------------
 
     def check_invariants(self) -> None:
-        """Recompute every derived count from scratch and compare (tests, `vigil doctor`).
+        """Recompute every derived count from scratch and compare (the tests call it after every scenario).
 
         Raises:
             AssertionError: naming the first invariant that does not hold.
         """
         dbs = self._env.dbs
         with self._env.read() as txn:
-            usage: dict[bytes, list[int]] = {}
+            usage: dict[bytes, list[int]] = {}  # records, bytes, shell pool
             for k, raw in txn.cursor(db=dbs["executions"]):
                 rec = decode_record(raw)
                 eid = bytes(k)
@@ -550,12 +619,14 @@ class Store:
                 assert stored <= self.settings.retention_output_bytes, (rec.execution_id, "output cap")
                 shash = scope_hash(rec.scope)
                 assert txn.get(keys.by_scope_key(shash, rec.started_unix_ms, eid), db=dbs["by_scope"]) is not None
-                u = usage.setdefault(shash, [0, 0])
+                u = usage.setdefault(shash, [0, 0, 0])
                 u[0] += 1
                 u[1] += stored + rec.screen_bytes
+                u[2] += rec.in_shell_pool
             for k, raw in txn.cursor(db=dbs["scopes"]):
                 t = Tx(txn, dbs, self.settings, 0).usage(bytes(k))
-                assert usage.pop(bytes(k), [0, 0]) == [t.records, t.bytes], ("scope usage", bytes(k).hex())
+                assert usage.pop(bytes(k), [0, 0, 0]) == [t.records, t.bytes, t.shell_pool], (
+                    "scope usage", bytes(k).hex())
             assert not usage, ("scopes without usage", usage)
 
 

@@ -1,60 +1,81 @@
 """`Agent`: observe native executions (and configured Herdr targets), and submit a native
 prompt exactly once per prompt id (seeds/000, "Submit a native prompt once", "Optional
-Herdr backend"). Parameters are flat, as in the spec's examples."""
+Herdr backend"). Parameters are flat, as in the spec's examples.
+
+Native observation answers carry the `Execution` data of the same action plus `backend` and
+`action`; Herdr answers carry Herdr's data; `RESULTS` names each.
+"""
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, Generic, Literal, TypeVar
 
 import msgspec
 
-from .execution import Scoped
+from .execution import GetData, ExplainData, ListData, ReadData, Source, WaitData, WaitEvent
+from .scope import Scoped
 
 AgentActionName = Literal["list", "get", "read", "explain", "wait", "prompt"]
+#: herdr's lifecycle states (reference/herdr-cli.md), the values `until` accepts.
+HerdrState = Literal["idle", "working", "blocked", "done", "unknown"]
+WaitFor = Literal["awaiting_input", "awaiting_approval", "exited"]
 
 
 class AgentParams(Scoped, kw_only=True):
     action: AgentActionName
     backend: Literal["native", "herdr"] = "native"
+    #: An execution id (native) or a configured target alias (herdr).
     target: str | None = None
     prompt_id: str | None = None
     text: str | None = None
     recognizer: str = "auto"
     timeout_seconds: float | None = None
     #: prompt: which states end the inline wait (default: any of these three).
-    wait_for: list[Literal["awaiting_input", "awaiting_approval", "exited"]] | None = None
+    wait_for: list[WaitFor] | None = None
     # read / list passthrough
-    source: Literal["output", "screen", "detection"] = "output"
+    source: Source = "output"
     cursor: str | None = None
     page_bytes: int | None = None
     limit: int | None = None
+    #: herdr read: rendered rows of recent text (spec: default 100, at most 1000).
     lines: int | None = None
-    until: str | None = None
-    events: list[str] | None = None
+    #: herdr wait: the lifecycle states that end it (herdr's default: idle, done, blocked).
+    until: list[HerdrState] | None = None
+    #: native wait: the events that end it (as `Execution wait`).
+    events: list[WaitEvent] | None = None
     after: str | None = None
 
 
-class Receipt(msgspec.Struct, kw_only=True):
-    """What happened to one native prompt, bound to execution, runtime and generation.
+class PromptOutcome(msgspec.Struct, kw_only=True):
+    """What happened to one prompt (text and Enter typed into a program waiting for input).
 
-    delivery: `delivered` (text and Enter written) or `uncertain` (a write may or may not
-    have reached the terminal: never resent automatically).
+    delivery: `delivered` (text and Enter accepted by the guardian), `refused` (the guardian
+    refused the text: nothing of it reached the terminal) or `uncertain` (a write may or may
+    not have reached the terminal: never resent automatically).
     activity: `confirmed` (work or approval observed after the baseline), `unconfirmed`
     (none yet, or the text itself resembles a work/approval marker, for the receipt's
     lifetime). condition: the wait's end — `awaiting_input`, `awaiting_approval`, `exited`,
     `timed_out`, `generation_changed`, or `pending` while nothing decided it yet.
     """
 
-    prompt_id: str
     execution_id: str
     generation: int
-    runtime_id: str
-    payload_digest: str
-    delivery: Literal["delivered", "uncertain"]
+    delivery: Literal["delivered", "refused", "uncertain"]
     activity: Literal["confirmed", "unconfirmed"]
     activity_reason: str
     condition: str
     bracketed_paste: bool
+    #: Why delivery is not `delivered` (the guardian's refusal, a timeout), else null.
+    delivery_reason: str | None = None
+
+
+class Receipt(PromptOutcome, kw_only=True):
+    """A native prompt's outcome, stored once per (execution, generation, prompt_id) and
+    bound to the runtime; a stored one is returned again, never resent."""
+
+    prompt_id: str
+    runtime_id: str
+    payload_digest: str
     submitted_at_unix_ms: int
     updated_at_unix_ms: int
     recognizer: str = "auto"
@@ -62,7 +83,172 @@ class Receipt(msgspec.Struct, kw_only=True):
     schema: int = 1
 
 
-class AgentResult(msgspec.Struct, kw_only=True):
+D = TypeVar("D")
+
+
+class AgentResult(msgspec.Struct, Generic[D], kw_only=True):
+    """Every `Agent` answer: as `ExecutionResult`, `{status, code, data}`."""
+
     status: Literal["ok", "completed_with_issues"] = "ok"
     code: str | None = None
-    data: dict[str, Any] = {}
+    data: D
+
+
+# --- native ----------------------------------------------------------------------------------
+
+
+class NativeListData(ListData, kw_only=True):
+    backend: Literal["native"] = "native"
+    action: Literal["list"] = "list"
+
+
+class NativeGetData(GetData, kw_only=True):
+    backend: Literal["native"] = "native"
+    action: Literal["get"] = "get"
+
+
+class NativeReadData(ReadData, kw_only=True):
+    backend: Literal["native"] = "native"
+    action: Literal["read"] = "read"
+
+
+class NativeExplainData(ExplainData, kw_only=True):
+    backend: Literal["native"] = "native"
+    action: Literal["explain"] = "explain"
+
+
+class NativeWaitData(WaitData, kw_only=True):
+    backend: Literal["native"] = "native"
+    action: Literal["wait"] = "wait"
+
+
+class PromptData(msgspec.Struct, kw_only=True):
+    """A native prompt's receipt; `replayed` when it was stored already (nothing sent)."""
+
+    receipt: Receipt
+    replayed: bool
+    backend: Literal["native"] = "native"
+    action: Literal["prompt"] = "prompt"
+
+
+class ReceiptData(msgspec.Struct, kw_only=True):
+    """A native `wait` with `prompt_id`: the receipt observed, nothing sent."""
+
+    receipt: Receipt
+    backend: Literal["native"] = "native"
+    action: Literal["wait"] = "wait"
+
+
+# --- herdr -----------------------------------------------------------------------------------
+
+
+class HerdrAgent(msgspec.Struct, kw_only=True):
+    """The AgentInfo fields of a Herdr target a caller sees: identity, lifecycle, labels."""
+
+    agent_status: HerdrState
+    agent: str | None
+    display_agent: str | None
+    name: str | None
+    title: str | None
+    cwd: str | None
+    terminal_id: str
+    pane_id: str
+    tab_id: str
+    workspace_id: str
+    focused: bool
+    state_change_seq: int
+
+
+class HerdrTarget(msgspec.Struct, kw_only=True):
+    target: str
+    found: bool
+    agent: HerdrAgent | None
+
+
+class HerdrListData(msgspec.Struct, kw_only=True):
+    """Configured targets of the caller's binding only, with their live state."""
+
+    targets: list[HerdrTarget]
+    truncated: bool
+    backend: Literal["herdr"] = "herdr"
+    action: Literal["list"] = "list"
+
+
+class HerdrGetData(msgspec.Struct, kw_only=True):
+    target: str
+    agent: HerdrAgent
+    backend: Literal["herdr"] = "herdr"
+    action: Literal["get"] = "get"
+
+
+class HerdrReadData(msgspec.Struct, kw_only=True):
+    """Recent text (no retained-output pagination: that is the native catalog's promise)."""
+
+    target: str
+    source: Literal["recent"]
+    lines: int
+    text: str
+    truncated: bool
+    backend: Literal["herdr"] = "herdr"
+    action: Literal["read"] = "read"
+
+
+class HerdrExplainData(msgspec.Struct, kw_only=True):
+    """Herdr's own recognizer explanation, as Herdr shaped it (an object with `state`)."""
+
+    target: str
+    explain: dict[str, Any]
+    backend: Literal["herdr"] = "herdr"
+    action: Literal["explain"] = "explain"
+
+
+class HerdrPromptData(msgspec.Struct, kw_only=True):
+    """`submitted` is acknowledgement of submission, not completion. `uncertain` (with
+    `input_sent: "unknown"` and a reason) must never be resent automatically."""
+
+    target: str
+    delivery: Literal["submitted", "uncertain"]
+    input_sent: bool | Literal["unknown"]
+    reason: str | None = None
+    herdr_error_code: str | None = None
+    agent: HerdrAgent | None = None
+    backend: Literal["herdr"] = "herdr"
+    action: Literal["prompt"] = "prompt"
+
+
+class HerdrWaitData(msgspec.Struct, kw_only=True):
+    """`capped`: the operation deadline cut the requested timeout."""
+
+    target: str
+    capped: bool
+    condition_met: bool
+    reason: Literal["timeout"] | None
+    agent: HerdrAgent | None
+    backend: Literal["herdr"] = "herdr"
+    action: Literal["wait"] = "wait"
+
+
+#: The result type of each (backend, action); see `result_key`.
+RESULTS = {
+    ("native", "list"): AgentResult[NativeListData],
+    ("native", "get"): AgentResult[NativeGetData],
+    ("native", "read"): AgentResult[NativeReadData],
+    ("native", "explain"): AgentResult[NativeExplainData],
+    ("native", "wait"): AgentResult[NativeWaitData],
+    #: a native `wait` that names a `prompt_id`
+    ("native", "wait_receipt"): AgentResult[ReceiptData],
+    ("native", "prompt"): AgentResult[PromptData],
+    ("herdr", "list"): AgentResult[HerdrListData],
+    ("herdr", "get"): AgentResult[HerdrGetData],
+    ("herdr", "read"): AgentResult[HerdrReadData],
+    ("herdr", "explain"): AgentResult[HerdrExplainData],
+    ("herdr", "wait"): AgentResult[HerdrWaitData],
+    ("herdr", "prompt"): AgentResult[HerdrPromptData],
+}
+
+
+def result_key(params: AgentParams) -> tuple[str, str]:
+    """Which `RESULTS` entry answers `params`."""
+    if params.backend == "native" and params.action == "wait" and params.prompt_id is not None:
+        return ("native", "wait_receipt")
+    return (params.backend, params.action)

@@ -6,9 +6,9 @@ in the same run:
   and in a detached tmux pane (completion signalled by the command itself through a
   `tmux wait-for` channel, so no fixed sleep). Rounds are interleaved and the median kept,
   because the machine is shared. Targets: vigil ≤ 1.3× the bare PTY, faster than tmux.
-  `vigil run --wait` exits when the child has ended and every retained byte was streamed;
-  bytes the reader fell behind on are reported by the CLI as no longer retained (DESIGN:
-  retention bounds the store, the child never waits for a reader) — printed as "gap".
+  `vigil run --wait` streams live from the output path and exits when the child has ended
+  and every byte was delivered; bytes it could not deliver are reported by the CLI as lost
+  (a guardian ring overrun; the child never waits for a reader) — printed as "gap".
 - `Execution list` over RPC with 10k records in the scope (target ≤ 30 ms), next to the
   store's own `list` in-process. The records are written into the daemon's store while the
   daemon is stopped (one transaction, checked with `Store.check_invariants`), in the scope
@@ -25,10 +25,8 @@ from __future__ import annotations
 import argparse
 import os
 import re
-import select
 import shlex
 import shutil
-import signal
 import statistics
 import subprocess
 import sys
@@ -38,7 +36,7 @@ from pathlib import Path
 
 import msgspec
 
-from tests.bench.common import Table, bench_home, percentile
+from tests.bench.common import Held, Table, bench_home, percentile, pss_kib, rss_kib
 from tests.support.daemon import VigilHome, wait_for
 from vigil.daemon.rpc.scopes import LOCAL_PRINCIPAL, scope_key
 from vigil.daemon.store import ExecutionRecord, Store, keys, new_execution_id, scope_hash
@@ -48,8 +46,8 @@ KiB = 1024
 MiB = 1024 * 1024
 #: Terminal size of every peer: vigil's default PTY (spec: 200×50).
 COLS, ROWS = 200, 50
-#: Matches the CLI's stderr line for output the reader fell behind on (client/cmd_exec.py).
-GAP_LINE = re.compile(r"(\d+) bytes of output are no longer retained")
+#: Matches the CLI's stderr line for output it could not deliver (client/follow.py).
+GAP_LINE = re.compile(r"(\d+) bytes of output were lost")
 
 
 def flood_command(mb: int) -> str:
@@ -61,25 +59,6 @@ def vigil_argv(*args: str) -> list[str]:
     exe = os.path.join(os.path.dirname(sys.executable), "vigil")
     base = [exe] if os.path.exists(exe) else [sys.executable, "-m", "vigil.client.cli"]
     return base + ["--no-autostart", *args]
-
-
-def rss_kib(pid: int) -> int:
-    """VmRSS of a live process, in KiB (from /proc: no sampling tool needed)."""
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
-    raise RuntimeError(f"no VmRSS for pid {pid} (a kernel thread or a zombie?)")
-
-
-def pss_kib(pid: int) -> int:
-    """Proportional set size in KiB: shared pages (the interpreter, libraries) divided among
-    the processes sharing them, so a sum over many processes is not inflated by them."""
-    with open(f"/proc/{pid}/smaps_rollup") as f:
-        for line in f:
-            if line.startswith("Pss:"):
-                return int(line.split()[1])
-    raise RuntimeError(f"no Pss for pid {pid}")
 
 
 def mb(kib: float) -> str:
@@ -284,34 +263,6 @@ def python_floor_rss() -> int:
     finally:
         p.stdin.close()
         p.wait(10)
-
-
-class Held:
-    """pidfds of processes this benchmark started, opened while they are known to be alive:
-    waiting on them and killing them can never hit a process that reused the pid."""
-
-    def __init__(self) -> None:
-        self.fds: dict[int, int] = {}  # pidfd -> pid
-
-    def hold(self, pid: int) -> None:
-        self.fds[os.pidfd_open(pid)] = pid
-
-    def wait_gone(self, pids: list[int], timeout: float) -> list[int]:
-        """Wait until each of `pids` (held) has exited; returns those still alive."""
-        waiting = {fd for fd, pid in self.fds.items() if pid in pids}
-        deadline = time.monotonic() + timeout
-        while waiting and (left := deadline - time.monotonic()) > 0:
-            waiting -= set(select.select(list(waiting), [], [], left)[0])
-        return [self.fds[fd] for fd in waiting]
-
-    def kill_all(self) -> None:
-        for fd in self.fds:
-            try:
-                signal.pidfd_send_signal(fd, signal.SIGKILL)
-            except ProcessLookupError:
-                pass  # already gone: the normal case
-            os.close(fd)
-        self.fds.clear()
 
 
 def bench_memory(table: Table, count: int, flood_mb: int) -> None:

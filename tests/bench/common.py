@@ -6,6 +6,9 @@ Benchmarks are not timed tests: they print figures next to a peer measured in th
 
 from __future__ import annotations
 
+import os
+import select
+import signal
 import statistics
 import subprocess
 import sys
@@ -65,3 +68,50 @@ class Table:
             if i == 0:
                 print("  ".join("-" * w for w in widths), file=out)
         out.flush()
+
+
+def rss_kib(pid: int) -> int:
+    """VmRSS of a live process, in KiB (from /proc: no sampling tool needed)."""
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    raise RuntimeError(f"no VmRSS for pid {pid} (a kernel thread or a zombie?)")
+
+
+def pss_kib(pid: int) -> int:
+    """Proportional set size in KiB: shared pages (the interpreter, libraries) divided among
+    the processes sharing them, so a sum over many processes is not inflated by them."""
+    with open(f"/proc/{pid}/smaps_rollup") as f:
+        for line in f:
+            if line.startswith("Pss:"):
+                return int(line.split()[1])
+    raise RuntimeError(f"no Pss for pid {pid}")
+
+
+class Held:
+    """pidfds of processes this benchmark started, opened while they are known to be alive:
+    waiting on them and killing them can never hit a process that reused the pid."""
+
+    def __init__(self) -> None:
+        self.fds: dict[int, int] = {}  # pidfd -> pid
+
+    def hold(self, pid: int) -> None:
+        self.fds[os.pidfd_open(pid)] = pid
+
+    def wait_gone(self, pids: list[int], timeout: float) -> list[int]:
+        """Wait until each of `pids` (held) has exited; returns those still alive."""
+        waiting = {fd for fd, pid in self.fds.items() if pid in pids}
+        deadline = time.monotonic() + timeout
+        while waiting and (left := deadline - time.monotonic()) > 0:
+            waiting -= set(select.select(list(waiting), [], [], left)[0])
+        return [self.fds[fd] for fd in waiting]
+
+    def kill_all(self) -> None:
+        for fd in self.fds:
+            try:
+                signal.pidfd_send_signal(fd, signal.SIGKILL)
+            except ProcessLookupError:
+                pass  # already gone: the normal case
+            os.close(fd)
+        self.fds.clear()

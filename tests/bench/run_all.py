@@ -136,11 +136,17 @@ BENCHMARKS: list[Bench] = [
     Bench("bench_guardian_start", "guardian start (launch_guardian)", ("--runs", "20"), ("--runs", "3"),
           extract=guardian_rows),
     Bench("bench_exec", "== exec (executions) ==", in_process=True),
+    Bench("bench_guardian_memory", "== guardian memory (idle) ==", in_process=True),
+    Bench("bench_many", "== many executions ==", in_process=True),
     Bench("bench_screen", "== staleness while streaming", ("--flood-mb", "100", "--stream-seconds", "3"),
           ("--flood-mb", "5", "--stream-seconds", "0.5", "--parse-kib", "256"), extract=screen_rows),
     Bench("bench_recognize", "target p50 <=", ("--repeat", "200"), ("--repeat", "5"),
           ran_codes=frozenset({0, 1}), extract=recognize_rows),
     Bench("bench_observe", "== observe (observe and wait) ==", in_process=True),
+    Bench("bench_transcript_providers", "== transcript providers (agent logs) ==", in_process=True),
+    Bench("bench_mcp", "== mcp (MCP server and usage telemetry) ==", in_process=True),
+    Bench("bench_transcripts", "== transcripts (recording and fan-out) ==", in_process=True),
+    Bench("bench_cli", "== cli (the CLI as people use it) ==", in_process=True),
     # Its own full run (3 rounds of 50 MB `yes` and 100 MB floods, three 100 MB TUI floods)
     # takes over 2.5 minutes alone: here it runs with its --quick sizes.
     Bench("bench_shell", "== shell (screens and the persistent shell) ==", ("--quick",), in_process=True,

@@ -82,8 +82,11 @@ def test_authority_table(sessions, home, workspace, i, mode, profile, tools, age
     s = sessions(i, mode, profile, tools)
     assert s.init["mode"] == mode and s.init["profile"] == profile
 
-    # Execution observation: every mode and profile.
-    assert s.list()["executions"] == []
+    # Execution observation: every mode and profile, unless an allowlist leaves the tool out.
+    if tools is None or "Execution" in tools:
+        assert s.list()["executions"] == []
+    else:
+        assert_forbidden(remote_error(s.execution, {"type": "list"}), "Execution")
 
     # Agent observation.
     if agent:
@@ -113,7 +116,8 @@ def test_authority_table(sessions, home, workspace, i, mode, profile, tools, age
     else:
         err = remote_error(s.call, "run", argv=["true"])
         assert_forbidden(err, "architect" if mode == "architect" else "BashCommand")
-        assert s.list()["executions"] == []  # nothing was started
+        if agent:  # nothing was started
+            assert s.call("Agent", action="list")["data"]["executions"] == []
 
     # Raw input: method `input` and BashCommand send_text.
     err = remote_error(s.call, "input", execution_id=NO_SUCH, text="x")

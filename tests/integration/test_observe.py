@@ -135,7 +135,7 @@ def test_items_keep_request_order_and_errors_stay_on_their_item(session):
     assert [i["status"] for i in items] == ["ok", "error", "ok", "ok"]
     assert items[1]["errors"] and items[1]["errors"][0]["stage"] == "refresh"
     assert items[1]["errors"][0]["code"] == "not_found"
-    assert "page" not in items[1]
+    assert items[1]["page"] is None and items[1]["execution"] is None
     assert items[0]["errors"] == [] and items[0]["page"]["text"] == "bbb\r\n"
     assert (items[0]["execution"]["status"], items[0]["execution"]["exit_code"]) == ("exited", 3)
     assert items[2]["page"]["text"] == "aaa\r\n"

@@ -34,7 +34,7 @@ from tests.support.screens import (  # noqa: F401  (fixtures)
 from tests.support.tmux import lines_cells, needs_tmux, repaint_cells, same_env, tmux  # noqa: F401
 
 VTTEST = shutil.which("vttest")
-pytestmark = [needs_tmux, pytest.mark.skipif(VTTEST is None, reason="needs vttest (CI installs it)")]
+pytestmark = [needs_tmux, pytest.mark.needs_program("vttest")]
 
 ROWS, COLS = 24, 80
 PROMPTS = (b"Push <RETURN>", b"Enter choice number (0 - 12): ")

@@ -29,6 +29,11 @@ from tests.support.screens import (  # noqa: F401  (fixtures)
 FORGED = r"printf '\033]7770;%s;D;0;/\007' 0123456789abcdef0123456789abcdef"
 
 
+#: The allowance fields a rejected call with the helpers' 10 s wait reports.
+WAITED_10S = {"requested_wait_ms": 10000, "effective_wait_policy": "synchronous",
+              "effective_wait_ms": 10000, "effective_wait_mode": "synchronous"}
+
+
 @pytest.fixture
 def shell(session):
     return Shell(session)
@@ -100,7 +105,10 @@ def test_a_second_command_while_one_runs_is_refused_busy(shell):
     err = remote_error(shell.command, "echo interleaved")
     assert err.code.value == "busy"
     assert str(r["generation"]) in err.message and "status_check" in err.message
-    assert err.data == {"generation": r["generation"], "execution_id": r["execution_id"]}
+    # A structured runtime rejection still reports the allowance it was given (seeds/000,
+    # "Usage metrics": the helper's explicit 10 s wait, no explicit policy).
+    assert err.data == {"generation": r["generation"], "execution_id": r["execution_id"],
+                        **WAITED_10S}
     # The running command is untouched: it still gets its line and completes. (Input is
     # typed once it runs: see test_input_right_after_a_command_reaches_it.)
     shell.wait_output("ready\r\n")
@@ -118,7 +126,7 @@ def test_input_for_a_stale_generation_is_refused(shell):
     shell.wait_output("ready\r\n")
     err = remote_error(shell.text, "wrong\r", generation=old["generation"])
     assert err.code.value == "stale_generation"
-    assert err.data == {"generation": new["generation"]}
+    assert err.data == {"generation": new["generation"], **WAITED_10S}
     err = remote_error(shell.specials, "Ctrl-c", generation=old["generation"])
     assert err.code.value == "stale_generation"
     done = shell.text("right\r", generation=new["generation"])

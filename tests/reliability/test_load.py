@@ -101,11 +101,14 @@ def one_round(home, ws, eids) -> tuple[list[float], list[str], float]:
 
 
 def slow_client(home, eid: str) -> socket.socket:
-    """Hello, then SLOW_REQUESTS big reads pipelined, and never a byte read back."""
+    """Hello, then SLOW_REQUESTS big reads pipelined, and never a byte of them read back."""
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     sock.connect(str(home.socket))
     conn = ClientConnection()
     sock.sendall(conn.hello()[1])
+    while conn.welcome is None:  # the welcome is the one answer this client reads
+        conn.receive_data(sock.recv(65536))
+        conn.next_message()
     s = Session(home, home.root / "ws")  # for the scope pair only
     scoped = s.scoped(action={"type": "read", "execution_id": eid, "page_bytes": 65536})
     s.close()

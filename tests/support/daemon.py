@@ -160,6 +160,22 @@ class DaemonProcess:
         return len(os.listdir(f"/proc/{self.pid}/fd"))
 
 
+def start_once(env: dict, timeout: float = 15.0) -> tuple[bytes, subprocess.CompletedProcess]:
+    """Run a daemon with a readiness pipe and wait for it to end: for daemons expected to
+    refuse to start. Returns (what it wrote to the pipe, the ended process, text output)."""
+    read_fd, write_fd = os.pipe2(os.O_CLOEXEC)
+    proc = subprocess.Popen([sys.executable, "-m", "vigil.daemon", "--ready-fd", str(write_fd)],
+                            env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, pass_fds=(write_fd,), text=True)
+    os.close(write_fd)
+    try:
+        out, err = proc.communicate(timeout=timeout)
+        answer = os.read(read_fd, 4096)
+    finally:
+        os.close(read_fd)
+    return answer, subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+
+
 class RawConnection:
     """A socket speaking bytes, for feeding the daemon exactly what a test wants."""
 

@@ -21,8 +21,9 @@ from pathlib import Path
 import pytest
 
 TMUX = shutil.which("tmux")
-#: Tests that compare with tmux skip only when the binary is absent (CI installs it).
-needs_tmux = pytest.mark.skipif(TMUX is None, reason="needs tmux (CI installs it)")
+#: Tests that compare with tmux skip only when the binary is absent, never in CI
+#: (tests/support/programs.py).
+needs_tmux = pytest.mark.needs_program("tmux")
 
 CONFIG = """\
 set -g default-terminal xterm-256color
@@ -256,8 +257,8 @@ def repaint_cells(repaint: str, rows: int, cols: int) -> list[list[tuple]]:
 
 @pytest.fixture
 def tmux():
-    if TMUX is None:
-        pytest.skip("needs tmux")
+    if TMUX is None:  # a test that uses the fixture without the mark still says why
+        pytest.fail("tmux is not installed: mark the test with needs_tmux", pytrace=False)
     server = Tmux()
     try:
         yield server

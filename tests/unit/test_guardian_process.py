@@ -8,6 +8,7 @@ the guardian, or a pidfd becoming readable when a process exits.
 from __future__ import annotations
 
 import os
+import pathlib
 import shutil
 import signal
 import stat
@@ -24,9 +25,11 @@ from vigil.daemon.guardian import records, wire
 from vigil.daemon.guardian.errors import GuardianClosed, GuardianIdentityMismatch, GuardianLaunchError
 from vigil.daemon.guardian.identity import identity_alive, parse_stat
 from vigil.daemon.guardian.launch import launch_guardian, make_launch_spec
-from vigil.daemon.runtime.link import GuardianLink
+from vigil.daemon.runtime.link import GuardianLink, GuardianRefused, GuardianTimeout
 from vigil.protocol.frames import FrameDecoder, encode_frame
 from vigil.daemon.settings import DEFAULTS
+
+from tests.support.executions import Gate
 
 TIMEOUT = 20  # generous bound for a loaded 2-core CI box; tests finish in milliseconds
 
@@ -99,16 +102,23 @@ class Guardians:
 
     async def connect(self, argv, **changes) -> tuple[GuardianLink, wire.LaunchSpec]:
         identity, spec = await self.start(argv, **changes)
-        link = await GuardianLink.connect(spec.socket_path, identity)
-        return link, spec
+        return await self.link(spec.socket_path, identity), spec
+
+    async def link(self, path: str, identity=None) -> GuardianLink:
+        """A link with its sender running (the test reads with receive(); commands that
+        need no answer are posted, so nothing waits on a reply nobody reads)."""
+        link = await GuardianLink.connect(path, identity)
+        self.nursery.start_soon(link.run_sender)
+        return link
 
 
 @pytest.fixture
-def guardians():
+async def guardians(nursery):
     # Short path: a Unix socket path must fit in 107 bytes, pytest's tmp_path may not.
     root = tempfile.mkdtemp(prefix="vg-", dir="/tmp")
     os.chmod(root, 0o700)
     g = Guardians(root)
+    g.nursery = nursery
     try:
         yield g
     finally:
@@ -163,14 +173,14 @@ async def next_message(link: GuardianLink):
 
 async def test_output_offsets_and_exit_code(guardians):
     link, spec = await guardians.connect(["sh", "-c", "printf 'hello\\nworld'; exit 3"])
-    assert link.welcome.protocol == 1
+    assert link.welcome.protocol == 3
     assert (link.welcome.rows, link.welcome.cols) == (50, 200)
-    await link.subscribe(0)
+    link.subscribe(0)
     data, msgs, exited = await until_exited(link)
     assert data == b"hello\r\nworld"  # the terminal's ONLCR turns \n into \r\n
     assert exited.end_offset == 12
     assert (exited.status.exit_code, exited.status.signal) == (3, None)
-    await link.exit_ack()
+    link.exit_ack()
     with pytest.raises(GuardianClosed):
         await next_message(link)
     await wait_gone(link.identity.guardian_pid)
@@ -179,7 +189,7 @@ async def test_output_offsets_and_exit_code(guardians):
 
 async def test_killed_by_signal_is_recorded_as_signal(guardians):
     link, _ = await guardians.connect(["sh", "-c", "kill -TERM $$"])
-    await link.subscribe(0)
+    link.subscribe(0)
     _, _, exited = await until_exited(link)
     assert (exited.status.exit_code, exited.status.signal) == (None, 15)
 
@@ -187,7 +197,7 @@ async def test_killed_by_signal_is_recorded_as_signal(guardians):
 async def test_utf8_bytes_arrive_unmodified(guardians):
     text = "é€😀 中文 ﬁ\u200d"
     link, _ = await guardians.connect(["printf", "%s", text])
-    await link.subscribe(0)
+    link.subscribe(0)
     data, _, exited = await until_exited(link)
     assert data == text.encode("utf-8")
     assert exited.status.exit_code == 0
@@ -198,7 +208,7 @@ async def test_child_environment_term_and_clean_signal_state(guardians):
     link, _ = await guardians.connect(
         ["sh", "-c", 'printf "%s\\n" "$TERM"; exec grep -E "^Sig(Ign|Blk):" /proc/self/status']
     )
-    await link.subscribe(0)
+    link.subscribe(0)
     data, _, _ = await until_exited(link)
     # The guardian (a Python process) ignores SIGPIPE and SIGINT; its child must not.
     assert data == b"xterm-256color\r\nSigBlk:\t0000000000000000\r\nSigIgn:\t0000000000000000\r\n"
@@ -211,8 +221,8 @@ async def test_child_has_only_the_terminal_fds_and_a_new_session(guardians):
     assert {os.readlink(f"/proc/{child}/fd/{fd}") for fd in "012"} == {os.readlink(f"/proc/{child}/fd/0")}
     assert os.getsid(child) == child and os.getpgid(child) == child
     assert _ppid(child) == link.identity.guardian_pid
-    await link.signal(signal.SIGKILL)
-    await link.subscribe(0)
+    link.post(wire.Signal(signum=signal.SIGKILL))
+    link.subscribe(0)
     _, _, exited = await until_exited(link)
     assert exited.status.signal == signal.SIGKILL
 
@@ -222,11 +232,11 @@ async def test_child_has_only_the_terminal_fds_and_a_new_session(guardians):
 
 async def test_input_reaches_the_child(guardians):
     link, _ = await guardians.connect(["cat"])
-    await link.subscribe(0)
-    await link.send_input(b"ping\n")
+    link.subscribe(0)
+    link.post(wire.Input(data=b"ping\n"))
     # The terminal echoes the line, then cat writes it back.
     end = await until_output(link, b"ping\r\nping\r\n")
-    await link.send_input(b"\x04")  # ^D on an empty line: EOF for cat
+    link.post(wire.Input(data=b"\x04"))  # ^D on an empty line: EOF for cat
     data, _, exited = await until_exited(link, start=end)
     assert data == b""
     assert exited.status.exit_code == 0
@@ -234,10 +244,10 @@ async def test_input_reaches_the_child(guardians):
 
 async def test_resize_is_seen_by_stty(guardians):
     link, _ = await guardians.connect(["sh", "-c", "stty size; read x; stty size"])
-    await link.subscribe(0)
+    link.subscribe(0)
     end = await until_output(link, b"50 200\r\n")
-    await link.resize(30, 100)
-    await link.send_input(b"\n")
+    link.post(wire.Resize(rows=30, cols=100))
+    link.post(wire.Input(data=b"\n"))
     data, _, exited = await until_exited(link, start=end)
     assert data == b"\r\n30 100\r\n"
     assert exited.status.exit_code == 0
@@ -245,8 +255,8 @@ async def test_resize_is_seen_by_stty(guardians):
 
 async def test_sigint_to_the_group_interrupts_sleep(guardians):
     link, _ = await guardians.connect(["sleep", "100"])
-    await link.signal(signal.SIGINT)
-    await link.subscribe(0)
+    link.post(wire.Signal(signum=signal.SIGINT))
+    link.subscribe(0)
     _, _, exited = await until_exited(link)
     assert (exited.status.exit_code, exited.status.signal) == (None, signal.SIGINT)
 
@@ -254,73 +264,73 @@ async def test_sigint_to_the_group_interrupts_sleep(guardians):
 async def test_ctrl_c_typed_into_the_pty_interrupts_sleep(guardians):
     # Works only because the PTY is the child's controlling terminal (setsid + TIOCSCTTY).
     link, _ = await guardians.connect(["sleep", "100"])
-    await link.send_input(b"\x03")
-    await link.subscribe(0)
+    link.post(wire.Input(data=b"\x03"))
+    link.subscribe(0)
     _, _, exited = await until_exited(link)
     assert (exited.status.exit_code, exited.status.signal) == (None, signal.SIGINT)
 
 
 async def test_foreground_info(guardians):
     link, _ = await guardians.connect(["sleep", "100"])
-    await link.foreground()
+    link.post(wire.Foreground())
     info = await next_message(link)
     child = link.identity.child_pid
     assert info == wire.ForegroundInfo(pgid=child, pid=child, comm="sleep", argv=["sleep", "100"])
-    await link.signal(signal.SIGTERM, foreground=True)
-    await link.subscribe(0)
+    link.post(wire.Signal(signum=signal.SIGTERM, foreground=True))
+    link.subscribe(0)
     _, _, exited = await until_exited(link)
     assert exited.status.signal == signal.SIGTERM
 
 
 async def test_input_beyond_the_buffer_is_refused_whole(guardians):
     link, _ = await guardians.connect(["sleep", "100"], input_buffer_bytes=4096)
-    await link.send_input(b"x" * 5000)
+    link.post(wire.Input(data=b"x" * 5000))
     assert await next_message(link) == wire.Error(
         code="limit_exceeded",
         message="input of 5000 bytes refused: 0 bytes are still waiting for the child to read them "
         "(limit 4096)",
     )
-    await link.signal(signal.SIGKILL)
+    link.post(wire.Signal(signum=signal.SIGKILL))
 
 
 async def test_requests_after_exit_are_refused(guardians):
     link, _ = await guardians.connect(["true"])
-    await link.subscribe(0)
+    link.subscribe(0)
     _, _, exited = await until_exited(link)
     assert exited.status.exit_code == 0
-    await link.signal(signal.SIGTERM)
+    link.post(wire.Signal(signum=signal.SIGTERM))
     assert await next_message(link) == wire.Error(
         code="unavailable", message="the child has exited; signal 15 not sent"
     )
-    await link.send_input(b"x")
+    link.post(wire.Input(data=b"x"))
     assert await next_message(link) == wire.Error(
         code="unavailable", message="the child has exited; input was not delivered"
     )
-    await link.foreground()
+    link.post(wire.Foreground())
     assert await next_message(link) == wire.ForegroundInfo(pgid=None, pid=None, comm=None, argv=[])
 
 
 async def test_exit_ack_before_exit_is_refused(guardians):
     link, _ = await guardians.connect(["sleep", "100"])
-    await link.exit_ack()
+    link.exit_ack()
     assert await next_message(link) == wire.Error(
         code="invalid_request", message="ExitAck before Exited: the child is still running or draining"
     )
-    await link.subscribe(10)
+    link.subscribe(10)
     assert await next_message(link) == wire.Error(
         code="invalid_request", message="from_offset 10 is beyond the end of output (0)"
     )
-    await link.signal(signal.SIGKILL)
+    link.post(wire.Signal(signum=signal.SIGKILL))
 
 
 async def test_sigterm_to_the_guardian_hangs_up_the_child_and_keeps_the_exit(guardians):
     link, _ = await guardians.connect(["sleep", "100"])
-    await link.subscribe(0)
+    link.subscribe(0)
     os.kill(link.identity.guardian_pid, signal.SIGTERM)
     _, _, exited = await until_exited(link)
     assert (exited.status.exit_code, exited.status.signal) == (None, signal.SIGHUP)
     assert records.read_exit_records(guardians.root, "rt1").exit.status == exited.status
-    await link.exit_ack()
+    link.exit_ack()
     await wait_gone(link.identity.guardian_pid)
 
 
@@ -337,7 +347,7 @@ async def test_leftover_grandchild_holding_the_pty_does_not_keep_the_runtime_ope
     link, _ = await guardians.connect(
         ["sh", "-c", 'trap "" HUP; sleep 100 & echo $!; exit 4'], drain_grace_seconds=0.2
     )
-    await link.subscribe(0)
+    link.subscribe(0)
     data, _, exited = await until_exited(link)
     orphan = int(data.decode().strip())
     try:
@@ -346,7 +356,7 @@ async def test_leftover_grandchild_holding_the_pty_does_not_keep_the_runtime_ope
     finally:
         os.kill(orphan, signal.SIGKILL)
     await _wait_reaped(orphan)  # and the guardian reaped it
-    await link.exit_ack()
+    link.exit_ack()
     await wait_gone(link.identity.guardian_pid)
 
 
@@ -355,15 +365,15 @@ async def test_leftover_grandchild_holding_the_pty_does_not_keep_the_runtime_ope
 
 async def test_unknown_and_invalid_messages_keep_the_connection(guardians):
     link, _ = await guardians.connect(["sleep", "100"])
-    await link.send_raw(msgspec.msgpack.encode({"type": "teleport", "to": "mars"}))
+    link.post_raw(msgspec.msgpack.encode({"type": "teleport", "to": "mars"}))
     assert await next_message(link) == wire.Error(code="method_not_found", message="unknown message type 'teleport'")
-    await link.send_raw(msgspec.msgpack.encode({"type": "resize", "rows": 0, "cols": 80}))
+    link.post_raw(msgspec.msgpack.encode({"type": "resize", "rows": 0, "cols": 80}))
     assert await next_message(link) == wire.Error(
         code="invalid_request", message="invalid resize message: Expected `int` >= 1 - at `$.rows`"
     )
-    await link.foreground()
+    link.post(wire.Foreground())
     assert isinstance(await next_message(link), wire.ForegroundInfo)
-    await link.signal(signal.SIGKILL)
+    link.post(wire.Signal(signum=signal.SIGKILL))
 
 
 async def _raw_exchange(path: str, body: bytes) -> tuple[list, bool]:
@@ -387,22 +397,22 @@ async def test_handshake_errors_close_the_connection(guardians):
     identity, spec = await guardians.start(["sleep", "100"])
     got, closed = await _raw_exchange(spec.socket_path, wire.encode(wire.Hello(protocol=(5, 6))))
     assert closed and got == [
-        wire.Error(code="unsupported_protocol", message="daemon speaks guardian protocol 5..6, this guardian 1..1")
+        wire.Error(code="unsupported_protocol", message="daemon speaks guardian protocol 5..6, this guardian 1..3")
     ]
     got, closed = await _raw_exchange(spec.socket_path, wire.encode(wire.Foreground()))
     assert closed and got == [wire.Error(code="handshake_required", message="Foreground before Hello")]
     # The guardian is unharmed.
-    link = await GuardianLink.connect(spec.socket_path, identity)
-    await link.signal(signal.SIGKILL)
+    link = await guardians.link(spec.socket_path, identity)
+    link.post(wire.Signal(signum=signal.SIGKILL))
 
 
 async def test_new_connection_replaces_the_old(guardians):
     old, spec = await guardians.connect(["sleep", "100"])
-    new = await GuardianLink.connect(spec.socket_path, old.identity)
+    new = await guardians.link(spec.socket_path, old.identity)
     with pytest.raises(GuardianClosed):
         await next_message(old)
-    await new.signal(signal.SIGKILL)
-    await new.subscribe(0)
+    new.post(wire.Signal(signum=signal.SIGKILL))
+    new.subscribe(0)
     _, _, exited = await until_exited(new)
     assert exited.status.signal == signal.SIGKILL
 
@@ -421,14 +431,14 @@ async def test_identity_mismatch_is_refused(guardians):
 
 async def test_overflow_without_subscriber_is_one_exact_gap(guardians):
     first, spec = await guardians.connect(["sh", "-c", "head -c 10000 /dev/zero | tr '\\0' a"], ring_bytes=4096)
-    await first.subscribe(0)
+    first.subscribe(0)
     _, _, exited = await until_exited(first)  # (this one may or may not have seen gaps)
     assert exited.end_offset == 10000
     await first.aclose()
     # A daemon connecting now finds a finished runtime whose ring kept the last 4096 bytes.
-    link = await GuardianLink.connect(spec.socket_path, first.identity)
+    link = await guardians.link(spec.socket_path, first.identity)
     assert (link.welcome.ring_start, link.welcome.ring_end) == (5904, 10000)
-    await link.subscribe(0)
+    link.subscribe(0)
     data, msgs, _ = await until_exited(link)
     assert msgs == [
         wire.Gap(start=0, end=5904),
@@ -437,15 +447,15 @@ async def test_overflow_without_subscriber_is_one_exact_gap(guardians):
     ]
 
 
+#: A flood much larger than a small ring, through small buffers: the daemon's slowness shows.
+FLOOD = 4_000_000
+SMALL_BUFFERS = dict(ring_bytes=64 * 1024, send_buffer_bytes=16 * 1024, output_frame_bytes=4096)
+
+
 async def test_slow_daemon_gets_exact_gaps_and_the_child_never_waits(guardians):
-    total = 4_000_000
-    link, _ = await guardians.connect(
-        ["head", "-c", str(total), "/dev/zero"],
-        ring_bytes=64 * 1024,
-        send_buffer_bytes=16 * 1024,
-        output_frame_bytes=4096,
-    )
-    await link.subscribe(0)
+    total = FLOOD
+    link, _ = await guardians.connect(["head", "-c", str(total), "/dev/zero"], **SMALL_BUFFERS)
+    link.subscribe(0)
     # Do not read: the socket fills, the guardian stops sending, the child still finishes.
     await wait_gone(link.identity.child_pid)
     data, msgs, exited = await until_exited(link)  # checks contiguity: Output/Gap cover [0, end)
@@ -455,6 +465,41 @@ async def test_slow_daemon_gets_exact_gaps_and_the_child_never_waits(guardians):
     assert len(data) + sum(g.end - g.start for g in gaps) == total
     assert data == bytes(len(data))
     assert len(data) >= 64 * 1024  # at least the final ring's worth arrives
+
+
+async def test_a_held_guardian_makes_the_child_wait_instead_of_losing_bytes(guardians):
+    """v3 `Hold`: the same 4 MB through the same 64 KiB ring to a daemon that stops reading
+    for a while — the child waits (its writes block on the full PTY) and every byte
+    arrives, in order, no Gap."""
+    total = FLOOD
+    gate = Gate(pathlib.Path(guardians.root) / "go")  # the flood starts once we hold
+    link, _ = await guardians.connect(
+        ["sh", "-c", f"cat {gate.path} >/dev/null; head -c {total} /dev/zero"], **SMALL_BUFFERS)
+    assert link.hold(True)
+    link.subscribe(0)
+    await trio.to_thread.run_sync(gate.open)
+    # Not read for a moment: the child cannot finish meanwhile; it waits for us.
+    with trio.move_on_after(0.5):
+        await wait_gone(link.identity.child_pid)
+        raise AssertionError("the child finished while nobody read its held output")
+    data, msgs, exited = await until_exited(link)  # contiguous from 0
+    assert [m for m in msgs if isinstance(m, wire.Gap)] == []
+    assert exited.end_offset == total and data == bytes(total)
+
+
+async def test_hold_is_the_connections_a_new_one_starts_unheld(guardians):
+    total = 2_000_000
+    link, spec = await guardians.connect(["head", "-c", str(total), "/dev/zero"],
+                                         ring_bytes=64 * 1024, exit_linger_seconds=30.0)
+    link.hold(True)
+    link.subscribe(0)
+    await link.aclose()  # the daemon goes away: nothing holds the child any more
+    await wait_gone(link.identity.child_pid)
+    again = await guardians.link(spec.socket_path, link.identity)
+    again.subscribe(0)
+    data, msgs, exited = await until_exited(again)
+    gaps = [m for m in msgs if isinstance(m, wire.Gap)]
+    assert gaps and len(data) + sum(g.end - g.start for g in gaps) == total
 
 
 # --- exit without a daemon, records, reconnect ---------------------------------------------
@@ -490,30 +535,31 @@ async def test_big_output_with_no_daemon_keeps_the_newest_ring(guardians):
 
 async def test_daemon_dies_before_exit_ack_then_a_new_one_gets_the_exit(guardians):
     link, spec = await guardians.connect(["sh", "-c", "printf abc; exit 7"])
-    await link.subscribe(0)
+    link.subscribe(0)
     data, _, exited = await until_exited(link)
     assert data == b"abc"
-    await link.ack(2)
+    link.ack(2)
+    await link.flush()
     await link.aclose()  # the daemon "dies" without ExitAck
     # The records were written before Exited was sent; they are there now.
-    new = await GuardianLink.connect(spec.socket_path, link.identity)
+    new = await guardians.link(spec.socket_path, link.identity)
     assert new.welcome.exit == exited.status
     assert (new.welcome.ring_start, new.welcome.ring_end, new.welcome.acked_offset) == (0, 3, 2)
     got = records.read_exit_records(guardians.root, "rt1")
     # Rewritten when the first daemon left: the tail starts at its last Ack.
     assert got.tail == records.TailRecord(version=1, runtime_id="rt1", start_offset=2, data=b"c")
-    await new.subscribe(2)
+    new.subscribe(2)
     data, _, exited2 = await until_exited(new, start=2)
     assert (data, exited2) == (b"c", exited)
-    await new.exit_ack()
+    new.exit_ack()
     await wait_gone(new.identity.guardian_pid)
     assert os.listdir(guardians.root) == []
 
 
 async def test_lingering_guardian_exits_after_the_linger(guardians):
     identity, spec = await guardians.start(["true"], exit_linger_seconds=0.2)
-    link = await GuardianLink.connect(spec.socket_path, identity)
-    await link.subscribe(0)
+    link = await guardians.link(spec.socket_path, identity)
+    link.subscribe(0)
     await until_exited(link)
     await link.aclose()
     await wait_gone(identity.guardian_pid)
@@ -524,19 +570,24 @@ async def test_lingering_guardian_exits_after_the_linger(guardians):
 
 
 @pytest.mark.parametrize(
-    "changes, code, message",
+    "changes, code, message, exit_code",
     [
-        ({"argv": ["/nonexistent/prog"]}, "not_found", "exec failed for '/nonexistent/prog': No such file or directory"),
-        ({"cwd": "/nonexistent"}, "not_found", "chdir failed for '/nonexistent': No such file or directory"),
-        ({"runtime_id": "../evil"}, "invalid_request", "invalid runtime id '../evil'"),
+        # The command cannot start: said as a shell says it, with the shell's status.
+        ({"argv": ["/nonexistent/prog"]}, "not_found", "/nonexistent/prog: command not found", 127),
+        ({"argv": ["/"]}, "invalid_request", "/: Permission denied", 126),
+        ({"cwd": "/nonexistent"}, "not_found",
+         "cannot change to /nonexistent: No such file or directory", 126),
+        # The guardian itself cannot start: no exit status (the command never had a chance).
+        ({"runtime_id": "../evil"}, "invalid_request", "invalid runtime id '../evil'", None),
     ],
 )
-async def test_launch_failures_are_reported(guardians, changes, code, message):
+async def test_launch_failures_are_reported(guardians, changes, code, message, exit_code):
     spec = msgspec.structs.replace(guardians.spec(["true"]), **changes)
     with pytest.raises(GuardianLaunchError) as info:
         await trio.to_thread.run_sync(launch_guardian, spec, DEFAULTS)
     assert info.value.code.value == code
     assert info.value.message.startswith(message)
+    assert info.value.exit_code == exit_code
     assert not os.path.exists(spec.socket_path)
 
 
@@ -572,7 +623,7 @@ async def test_under_systemd_without_a_user_manager_it_falls_back_to_a_double_fo
             f"systemd-run could not start guardian {spec.runtime_id} in its own scope; falling back "
             "to a double fork (restarting vigild.service may then end it)"
         ]
-    await link.signal(signal.SIGKILL)
+    link.post(wire.Signal(signum=signal.SIGKILL))
 
 
 LAUNCHER = textwrap.dedent(
@@ -610,9 +661,9 @@ async def test_guardian_survives_the_sigkill_of_its_launcher(guardians):
         await trio.to_thread.run_sync(launcher.wait)
     assert launcher.returncode == -signal.SIGKILL
     assert identity_alive(identity)
-    link = await GuardianLink.connect(spec.socket_path, identity)
-    await link.subscribe(0)
-    await link.send_input(b"still here\n")
+    link = await guardians.link(spec.socket_path, identity)
+    link.subscribe(0)
+    link.post(wire.Input(data=b"still here\n"))
     await until_output(link, b"still here\r\nstill here\r\n")
 
 
@@ -624,3 +675,94 @@ def test_guardian_process_does_not_import_trio():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out == "[]\n"
+
+
+# --- confirmed delivery (guardian protocol v2) ------------------------------------------------
+
+
+class Reader:
+    """The one reader of a link (as the daemon's runtime loop is): answers to numbered
+    commands are routed to their callers, everything else lands in `seen`."""
+
+    def __init__(self, guardians, link: GuardianLink):
+        self.seen: list = []
+        self._arrived = trio.Event()
+        guardians.nursery.start_soon(self._run, link)
+
+    async def _run(self, link: GuardianLink) -> None:
+        async for msg in link:
+            self.seen.append(msg)
+            self._arrived.set()
+
+    def output(self) -> bytes:
+        return b"".join(m.data for m in self.seen if isinstance(m, wire.Output))
+
+    async def until(self, condition) -> None:
+        with trio.fail_after(TIMEOUT):
+            while not condition():
+                self._arrived = trio.Event()
+                await self._arrived.wait()
+
+
+async def test_numbered_commands_are_answered(guardians):
+    link, _ = await guardians.connect(["cat"])
+    link.subscribe(0)
+    reader = Reader(guardians, link)
+    done = await link.send_input(b"ping\n")
+    assert done == wire.Done(seq=done.seq, accepted=5) and done.seq >= 1
+    assert await link.resize(30, 100) == wire.Done(seq=done.seq + 1)
+    await reader.until(lambda: reader.output() == b"ping\r\nping\r\n")
+    # Answers never reach the reader: they went to their callers.
+    assert not any(isinstance(m, (wire.Done, wire.Error)) for m in reader.seen)
+    assert await link.signal(signal.SIGKILL) == wire.Done(seq=done.seq + 2)
+
+
+async def test_input_over_the_buffer_is_refused_whole(guardians):
+    link, _ = await guardians.connect(["sleep", "100"], input_buffer_bytes=4096)
+    Reader(guardians, link)
+    with pytest.raises(GuardianRefused) as info:
+        await link.send_input(b"x" * 5000)
+    assert info.value.code == "limit_exceeded"
+    assert info.value.message == ("input of 5000 bytes refused: 0 bytes are still waiting for "
+                                  "the child to read them (limit 4096)")
+    assert (await link.send_input(b"y" * 100)).accepted == 100
+    await link.signal(signal.SIGKILL)
+
+
+async def test_commands_after_the_exit_are_refused(guardians):
+    link, _ = await guardians.connect(["true"])
+    link.subscribe(0)
+    await until_exited(link)
+    Reader(guardians, link)
+    with pytest.raises(GuardianRefused) as info:
+        await link.send_input(b"late")
+    assert (info.value.code, info.value.message) == (
+        "unavailable", "the child has exited; input was not delivered")
+    with pytest.raises(GuardianRefused) as info:
+        await link.signal(signal.SIGTERM)
+    assert (info.value.code, info.value.message) == (
+        "unavailable", "the child has exited; signal 15 not sent")
+
+
+async def test_a_stopped_guardian_is_reported_not_waited_on(guardians):
+    identity, spec = await guardians.start(["cat"])
+    link = await GuardianLink.connect(spec.socket_path, identity, command_timeout=0.3)
+    guardians.nursery.start_soon(link.run_sender)
+    link.subscribe(0)
+    reader = Reader(guardians, link)
+    os.kill(identity.guardian_pid, signal.SIGSTOP)
+    try:
+        start = trio.current_time()
+        with pytest.raises(GuardianTimeout, match="did not answer within 0.3 s"):
+            await link.send_input(b"hello\n")
+        with pytest.raises(GuardianTimeout):
+            await link.signal(signal.SIGINT)
+        assert trio.current_time() - start < 0.3 * 2 + 1.0
+    finally:
+        os.kill(identity.guardian_pid, signal.SIGCONT)
+    # Resumed, it applies what was queued, in order: the input arrives (its answer came
+    # too late), then the SIGINT ends cat.
+    await reader.until(lambda: any(isinstance(m, wire.Exited) for m in reader.seen))
+    # The echo of the line; cat's own copy only if it ran before the SIGINT reached it.
+    assert reader.output() in (b"hello\r\n", b"hello\r\nhello\r\n")
+    assert reader.seen[-1].status.signal == signal.SIGINT

@@ -1,9 +1,11 @@
-"""Guardian wire protocol: round trips, exact decode errors, and the checked-in v1 fixture.
+"""Guardian wire protocol: round trips, exact decode errors, and the checked-in fixtures.
 
-The fixture `tests/fixtures/guardian_wire_v1.msgpack` holds bodies encoded by the v1 build,
-in both directions, plus v1 exit records. Every later build must still decode them to the
-values below (a new daemon must read an old guardian). Never regenerate it to make a test
-pass; it was written once with `python tests/unit/test_guardian_wire.py --write-fixture`.
+`tests/fixtures/guardian_wire_v1.msgpack` holds bodies encoded by the v1 build, in both
+directions, plus v1 exit records; `guardian_wire_v2.msgpack` the same for v2 (numbered
+commands, `Done`, numbered refusals); `guardian_wire_v3.msgpack` for v3 (`Hold`). Every later build must still decode both to the
+values below (a new daemon must read an old guardian, and an old guardian's messages).
+Never regenerate one to make a test pass; each was written once with
+`python tests/unit/test_guardian_wire.py --write-fixture` by the build of its version.
 """
 
 import pathlib
@@ -15,7 +17,10 @@ import pytest
 from vigil.daemon.guardian import records, wire
 from vigil.protocol.frames import FrameDecoder, encode_frame
 
-FIXTURE = pathlib.Path(__file__).resolve().parent.parent / "fixtures" / "guardian_wire_v1.msgpack"
+FIXTURES = pathlib.Path(__file__).resolve().parent.parent / "fixtures"
+FIXTURE = FIXTURES / "guardian_wire_v1.msgpack"
+FIXTURE_V2 = FIXTURES / "guardian_wire_v2.msgpack"
+FIXTURE_V3 = FIXTURES / "guardian_wire_v3.msgpack"
 
 IDENTITY = wire.RuntimeIdentity(
     runtime_id="rt-0001",
@@ -59,30 +64,79 @@ V1_TAIL = records.TailRecord(
 )
 
 
-def _fixture_bytes() -> bytes:
+V2_DAEMON = [
+    wire.Hello(protocol=(1, 2), client="vigild"),
+    wire.Subscribe(from_offset=17),
+    wire.Ack(offset=4096),
+    wire.Input(data=b"ls -l\r\x03\xe2\x82\xac", seq=1),
+    wire.Input(data=b"unnumbered", seq=0),
+    wire.Resize(rows=30, cols=100, seq=2),
+    wire.Signal(signum=2, group=True, foreground=False, seq=3),
+    wire.Foreground(seq=4),
+    wire.ExitAck(),
+]
+V2_GUARDIAN = [
+    *V1_GUARDIAN[:2],
+    wire.Welcome(
+        protocol=2, identity=IDENTITY, ring_start=0, ring_end=12, exit=None, rows=50, cols=200, acked_offset=0
+    ),
+    wire.Done(seq=1, accepted=9),
+    wire.Done(seq=2),
+    wire.Error(code="not_found", message="no such process group", seq=3),
+    wire.ForegroundInfo(pgid=4243, pid=4243, comm="sleep", argv=["sleep", "100"], seq=4),
+]
+
+
+V3_DAEMON = [
+    wire.Hello(protocol=(1, 3), client="vigild"),
+    *V2_DAEMON[1:],
+    wire.Hold(on=True),
+    wire.Hold(on=False),
+]
+V3_GUARDIAN = [
+    *V2_GUARDIAN,
+    wire.Welcome(
+        protocol=3, identity=IDENTITY, ring_start=0, ring_end=12, exit=None, rows=50, cols=200, acked_offset=0
+    ),
+]
+
+
+def _fixture_bytes(daemon=V3_DAEMON, guardian=V3_GUARDIAN) -> bytes:
     enc = msgspec.msgpack.Encoder()
     return msgspec.msgpack.encode(
         {
-            "daemon": [enc.encode(m) for m in V1_DAEMON],
-            "guardian": [enc.encode(m) for m in V1_GUARDIAN],
+            "daemon": [enc.encode(m) for m in daemon],
+            "guardian": [enc.encode(m) for m in guardian],
             "exit": enc.encode(V1_EXIT),
             "tail": enc.encode(V1_TAIL),
         }
     )
 
 
-def test_v1_fixture_still_decodes():
-    stored = msgspec.msgpack.decode(FIXTURE.read_bytes())
-    assert [wire.decode_daemon_message(b) for b in stored["daemon"]] == V1_DAEMON
-    assert [wire.decode_guardian_message(b) for b in stored["guardian"]] == V1_GUARDIAN
+@pytest.mark.parametrize("path, daemon, guardian", [(FIXTURE, V1_DAEMON, V1_GUARDIAN),
+                                                    (FIXTURE_V2, V2_DAEMON, V2_GUARDIAN),
+                                                    (FIXTURE_V3, V3_DAEMON, V3_GUARDIAN)],
+                         ids=["v1", "v2", "v3"])
+def test_fixture_still_decodes(path, daemon, guardian):
+    stored = msgspec.msgpack.decode(path.read_bytes())
+    assert [wire.decode_daemon_message(b) for b in stored["daemon"]] == daemon
+    assert [wire.decode_guardian_message(b) for b in stored["guardian"]] == guardian
     assert msgspec.msgpack.decode(stored["exit"], type=records.ExitRecord) == V1_EXIT
     assert msgspec.msgpack.decode(stored["tail"], type=records.TailRecord) == V1_TAIL
 
 
-def test_v1_fixture_is_what_this_build_encodes():
+def test_v1_commands_decode_as_unnumbered():
+    # A v1 daemon never sends `seq`: its commands read as seq 0, which asks for no answer.
+    stored = msgspec.msgpack.decode(FIXTURE.read_bytes())
+    commands = [wire.decode_daemon_message(b) for b in stored["daemon"]]
+    assert [m.seq for m in commands if hasattr(m, "seq")] == [0, 0, 0, 0, 0]
+
+
+def test_v2_fixture_is_what_this_build_encodes():
     # Not required for compatibility, but a change here means the encoding changed: decide
-    # consciously (and keep the old fixture decoding) rather than by accident.
-    assert FIXTURE.read_bytes() == _fixture_bytes()
+    # consciously (and keep the old fixtures decoding) rather than by accident.
+    assert FIXTURE_V2.read_bytes() == _fixture_bytes(V2_DAEMON, V2_GUARDIAN)
+    assert FIXTURE_V3.read_bytes() == _fixture_bytes()
 
 
 @pytest.mark.parametrize("msg", V1_DAEMON, ids=lambda m: type(m).__name__)
@@ -140,7 +194,8 @@ def test_guardian_message_sent_to_guardian_is_rejected():
 
 
 @pytest.mark.parametrize(
-    "theirs, chosen", [((1, 1), 1), ((1, 9), 1), ((0, 1), 1), ((2, 3), None), ((0, 0), None)]
+    "theirs, chosen", [((1, 1), 1), ((1, 9), 3), ((0, 1), 1), ((2, 3), 3), ((1, 2), 2),
+                       ((4, 5), None), ((0, 0), None)]
 )
 def test_negotiate(theirs, chosen):
     assert wire.negotiate(theirs) == chosen
@@ -161,5 +216,7 @@ def test_launch_spec_and_result_round_trip():
 
 
 if __name__ == "__main__" and sys.argv[1:] == ["--write-fixture"]:
-    FIXTURE.write_bytes(_fixture_bytes())
-    print(f"wrote {FIXTURE}")
+    if FIXTURE_V3.exists():
+        sys.exit(f"{FIXTURE_V3} exists: fixtures are written once, by the build of their version")
+    FIXTURE_V3.write_bytes(_fixture_bytes())
+    print(f"wrote {FIXTURE_V3}")

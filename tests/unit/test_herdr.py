@@ -164,7 +164,7 @@ async def test_from_environ(fake):
     fake.state_path.write_text(json.dumps(fake.state))
     env = {**fake.environ, CONFIG_ENV: fake.config_path()}
     backend = herdr_backend_from_environ(env)
-    assert (await backend.scope("local", fake.ws).get("writer"))["agent"]["terminal_id"] == "term_a1"
+    assert (await backend.scope("local", fake.ws).get("writer")).agent.terminal_id == "term_a1"
     with pytest.raises(HerdrConfigError) as info:
         herdr_backend_from_environ({})
     assert info.value.reason == "configuration_missing"
@@ -183,7 +183,7 @@ async def test_environment_scrubbed_and_socket_set(fake):
 
 
 async def test_get_by_terminal_id_resolves_pane_first(fake):
-    result = await fake.scope().get("writer")
+    result = msgspec.to_builtins(await fake.scope().get("writer"))
     assert fake.calls() == [["pane", "list"], ["agent", "get", "w1:p1"]]
     assert result == {
         "backend": "herdr",
@@ -209,8 +209,8 @@ async def test_get_by_terminal_id_resolves_pane_first(fake):
 
 async def test_get_by_name_and_by_pane(fake):
     scope = fake.scope()
-    assert (await scope.get("rev"))["agent"]["pane_id"] == "w1:p2"
-    assert (await scope.get("pane"))["agent"]["name"] == "reviewer"
+    assert (await scope.get("rev")).agent.pane_id == "w1:p2"
+    assert (await scope.get("pane")).agent.name == "reviewer"
     assert fake.calls() == [["agent", "get", "reviewer"], ["agent", "get", "w1:p2"]]
 
 
@@ -252,7 +252,7 @@ async def test_prompt_answered_about_another_target_says_input_was_sent(fake):
 
 
 async def test_list_shows_only_configured_targets(fake):
-    result = await fake.backend().list("local", fake.ws)
+    result = msgspec.to_builtins(await fake.backend().list("local", fake.ws))
     assert fake.calls() == [["agent", "list"]]
     assert result["truncated"] is False
     assert [(t["target"], t["found"]) for t in result["targets"]] == [
@@ -268,14 +268,14 @@ async def test_list_shows_only_configured_targets(fake):
 
 
 async def test_list_target_cap(fake):
-    result = await fake.scope(Settings(herdr_list_targets_max=2)).list()
+    result = msgspec.to_builtins(await fake.scope(Settings(herdr_list_targets_max=2)).list())
     assert [t["target"] for t in result["targets"]] == ["gone", "pane"]
     assert result["truncated"] is True
 
 
 async def test_list_byte_cap(fake):
     settings = Settings(herdr_list_bytes_max=700)
-    result = await fake.scope(settings).list()
+    result = msgspec.to_builtins(await fake.scope(settings).list())
     assert result["truncated"] is True
     assert 0 < len(result["targets"]) < 4
     assert len(msgspec.json.encode(result)) <= 700
@@ -283,7 +283,8 @@ async def test_list_byte_cap(fake):
 
 async def test_list_of_empty_binding_runs_nothing(fake):
     fake.targets = {}
-    assert await fake.scope().list() == {"backend": "herdr", "action": "list", "targets": [], "truncated": False}
+    assert msgspec.to_builtins(await fake.scope().list()) == {
+        "backend": "herdr", "action": "list", "targets": [], "truncated": False}
     assert fake.calls() == []
 
 
@@ -291,14 +292,14 @@ async def test_list_of_empty_binding_runs_nothing(fake):
 
 
 async def test_read_defaults_to_100_lines(fake):
-    result = await fake.scope().read("writer")
+    result = msgspec.to_builtins(await fake.scope().read("writer"))
     assert fake.calls()[-1] == ["agent", "read", "w1:p1", "--lines", "100"]
     assert result["text"] == "\n".join(f"line {i}" for i in range(201, 301))
     assert (result["lines"], result["source"], result["truncated"]) == (100, "recent", False)
 
 
 async def test_read_lines_argument(fake):
-    result = await fake.scope().read("writer", lines=1000)
+    result = msgspec.to_builtins(await fake.scope().read("writer", lines=1000))
     assert fake.calls()[-1] == ["agent", "read", "w1:p1", "--lines", "1000"]
     assert result["text"].count("\n") == 299
 
@@ -313,7 +314,7 @@ async def test_read_lines_invalid(fake, lines):
 
 async def test_read_over_stdout_cap_keeps_recent_tail(fake):
     fake.state["agents"][1]["text"] = fake.state["agents"][0]["text"]
-    result = await fake.scope(Settings(herdr_stdout_max_bytes=100)).read("rev", lines=300)
+    result = msgspec.to_builtins(await fake.scope(Settings(herdr_stdout_max_bytes=100)).read("rev", lines=300))
     assert result["truncated"] is True
     assert result["text"].endswith("line 300")
     assert result["text"].startswith("line ")  # cut at a line start
@@ -321,7 +322,7 @@ async def test_read_over_stdout_cap_keeps_recent_tail(fake):
 
 
 async def test_explain(fake):
-    result = await fake.scope().explain("rev")
+    result = msgspec.to_builtins(await fake.scope().explain("rev"))
     assert fake.calls() == [["agent", "explain", "reviewer", "--json"]]
     assert result["explain"] == {"agent": "claude", "state": "working", "matched_rule": None, "manifest_source": "bundled"}
 
@@ -331,7 +332,7 @@ async def test_explain(fake):
 
 async def test_prompt_submits_once_with_literal_text(fake):
     text = "-v; $(rm -rf /) && `x` | y > z"
-    result = await fake.scope().prompt("writer", text)
+    result = msgspec.to_builtins(await fake.scope().prompt("writer", text))
     assert fake.calls() == [["pane", "list"], ["agent", "prompt", "w1:p1", text]]
     assert (result["delivery"], result["input_sent"]) == ("submitted", True)
     assert result["agent"]["terminal_id"] == "term_a1"
@@ -357,7 +358,7 @@ async def test_prompt_timeout_is_uncertain_and_never_resent(fake):
     fake.mode("agent prompt", "hang")
     scope = fake.scope(deadline_ms=600)
     start = trio.current_time()
-    result = await scope.prompt("rev", "do it")
+    result = msgspec.to_builtins(await scope.prompt("rev", "do it"))
     elapsed = trio.current_time() - start
     assert result == {
         "backend": "herdr",
@@ -366,6 +367,8 @@ async def test_prompt_timeout_is_uncertain_and_never_resent(fake):
         "delivery": "uncertain",
         "input_sent": "unknown",
         "reason": "deadline_exceeded",
+        "herdr_error_code": None,
+        "agent": None,
     }
     assert 0.6 <= elapsed < 0.6 + 0.2 + 1.0  # deadline + kill grace + slack
     (entry,) = fake.log()
@@ -397,7 +400,7 @@ async def test_prompt_refused_before_send(fake, code):
 )
 async def test_prompt_possibly_sent_is_uncertain(fake, mode, reason, herdr_code):
     fake.mode("agent prompt", mode)
-    result = await fake.scope().prompt("rev", "hello")
+    result = msgspec.to_builtins(await fake.scope().prompt("rev", "hello"))
     assert (result["delivery"], result["input_sent"], result["reason"]) == ("uncertain", "unknown", reason)
     assert result.get("herdr_error_code") == herdr_code
     assert len(fake.calls()) == 1
@@ -414,13 +417,13 @@ async def test_prompt_usage_error_is_not_sent(fake):
 
 
 async def test_wait_condition_met(fake):
-    result = await fake.scope().wait("writer", until=["idle", "done"], timeout_seconds=1)
+    result = msgspec.to_builtins(await fake.scope().wait("writer", until=["idle", "done"], timeout_seconds=1))
     assert fake.calls()[-1] == ["agent", "wait", "w1:p1", "--until", "idle", "--until", "done", "--timeout", "1000"]
     assert (result["condition_met"], result["capped"], result["agent"]["agent_status"]) == (True, False, "idle")
 
 
 async def test_wait_timeout_is_not_an_error(fake):
-    result = await fake.scope().wait("writer", until=["working"], timeout_seconds=0.05)
+    result = msgspec.to_builtins(await fake.scope().wait("writer", until=["working"], timeout_seconds=0.05))
     assert fake.calls()[-1][-2:] == ["--timeout", "50"]
     assert result == {
         "backend": "herdr",
@@ -436,7 +439,7 @@ async def test_wait_timeout_is_not_an_error(fake):
 async def test_wait_is_capped_by_deadline(fake):
     # The margin leaves the CLI 800 ms to start and report its own timeout.
     settings = Settings(herdr_wait_margin_ms=800)
-    result = await fake.scope(settings, deadline_ms=1200).wait("rev", until=["idle"], timeout_seconds=60)
+    result = msgspec.to_builtins(await fake.scope(settings, deadline_ms=1200).wait("rev", until=["idle"], timeout_seconds=60))
     argv = fake.calls()[-1]
     assert argv[:5] == ["agent", "wait", "reviewer", "--until", "idle"]
     assert argv[5] == "--timeout" and 0 < int(argv[6]) <= 1200 - 800
@@ -444,7 +447,7 @@ async def test_wait_is_capped_by_deadline(fake):
 
 
 async def test_wait_default_until(fake):
-    result = await fake.scope().wait("writer")
+    result = msgspec.to_builtins(await fake.scope().wait("writer"))
     argv = fake.calls()[-1]
     assert argv[:4] == ["agent", "wait", "w1:p1", "--timeout"]
     assert result["condition_met"] is True
@@ -510,13 +513,13 @@ async def test_stdout_overflow_on_json_is_an_error(fake):
 
 async def test_stdout_exactly_at_cap_is_fine(fake):
     fake.state["agents"][1]["text"] = "y" * 64
-    result = await fake.scope(Settings(herdr_stdout_max_bytes=64)).read("rev")
+    result = msgspec.to_builtins(await fake.scope(Settings(herdr_stdout_max_bytes=64)).read("rev"))
     assert (result["text"], result["truncated"]) == ("y" * 64, False)
 
 
 async def test_stderr_flood_is_truncated_not_fatal(fake):
     fake.mode("agent get", "flood_stderr")
-    result = await fake.scope().get("rev")
+    result = msgspec.to_builtins(await fake.scope().get("rev"))
     assert result["agent"]["name"] == "reviewer"
 
 
@@ -524,7 +527,7 @@ async def test_stderr_flood_on_read_is_drained(fake):
     fake.mode("agent read", "flood_stderr")
     fake.state["flood_bytes"] = 100_000
     # 100 kB of stderr, then a normal answer: stderr is drained past its cap, stdout kept.
-    result = await fake.scope().read("rev")
+    result = msgspec.to_builtins(await fake.scope().read("rev"))
     assert result["text"] == ""
 
 

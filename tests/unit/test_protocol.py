@@ -12,11 +12,12 @@ from vigil.protocol.connection import (
     HelloReceived,
     RequestReceived,
     ServerConnection,
+    ClientState,
     State,
     negotiate,
 )
-from vigil.protocol.api.daemon import HelloResult, PingParams
-from vigil.protocol.errors import ErrorCode, RemoteProtocolError
+from vigil.protocol.api.daemon import HelloResult, PingParams, PingResult
+from vigil.protocol.errors import ErrorCode, LocalProtocolError, RemoteProtocolError
 from vigil.protocol.frames import FrameDecoder, encode_frame
 from vigil.protocol.methods import all_methods
 from vigil.protocol.schema import export_schema
@@ -100,8 +101,8 @@ def pair(request):
                                                       max_frame_bytes=99))
     client.receive_data(reply)
     welcome = client.next_message()
-    assert welcome.id == hid and welcome.result["max_frame_bytes"] == 99
-    assert server.state is State.READY
+    assert welcome.id == hid and client.welcome.max_frame_bytes == 99
+    assert server.state is State.READY and client.state is ClientState.READY
     return client, server
 
 
@@ -112,8 +113,29 @@ def test_request_round_trip(pair):
     event = server.next_event()
     assert isinstance(event, RequestReceived) and event.id == rid and event.method == "ping"
     assert server.decode_params(event.params, PingParams) == PingParams(payload="x")
-    client.receive_data(server.send_result(rid, {"pong": True}))
-    assert client.next_message().result == {"pong": True}
+    client.receive_data(server.send_result(rid, PingResult(payload="x")))
+    reply = client.next_message()
+    assert client.decode_result(reply.result) == {"pong": True, "payload": "x"}
+    assert client.decode_result(reply.result, PingResult) == PingResult(payload="x")
+    with pytest.raises(RemoteProtocolError, match="not the expected HelloResult"):
+        client.decode_result(reply.result, HelloResult)
+
+
+def test_client_requests_only_after_the_welcome():
+    client = ClientConnection()
+    with pytest.raises(LocalProtocolError) as info:
+        client.request("ping")
+    assert info.value.code is ErrorCode.HANDSHAKE_REQUIRED
+    server = ServerConnection()
+    _, frame = client.hello()
+    server.receive_data(frame)
+    server.next_event()
+    client.receive_data(server.send_error(1, ErrorCode.UNSUPPORTED_PROTOCOL, "no"))
+    assert client.next_message().error.code == "unsupported_protocol"
+    assert client.state is ClientState.CLOSED
+    with pytest.raises(LocalProtocolError) as info:
+        client.request("ping")
+    assert info.value.code is ErrorCode.UNAVAILABLE
 
 
 def test_wrong_param_type_names_the_field(pair):
@@ -209,3 +231,13 @@ def test_settings_doc_is_current():
         "docs/settings.md is stale: regenerate it with "
         "python -c 'from vigil.daemon.settings import settings_markdown as m; "
         "open(\"docs/settings.md\",\"w\").write(m())'")
+
+
+def test_the_family_table_names_each_methods_module():
+    """`lookup` imports only a method's family: the table must say the right one."""
+    from vigil.protocol.methods import FAMILY
+
+    methods = all_methods()
+    assert set(FAMILY) == {m.name for m in methods}
+    for m in methods:
+        assert m.params.__module__ == f"vigil.protocol.api.{FAMILY[m.name]}", m.name

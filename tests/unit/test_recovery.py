@@ -5,7 +5,7 @@ from __future__ import annotations
 import msgspec
 import pytest
 
-from vigil.daemon.agent.recovery import RecoveryAdvice, advise, decode_advice, encode_advice
+from vigil.daemon.agent.recovery import RecoveryAdvice, advise
 from vigil.daemon.settings import Settings
 
 U = "123e4567-e89b-42d3-a456-426614174000"
@@ -47,7 +47,7 @@ def test_spec_table_rows(launch, selector, resume, as_text):
 
 def test_explicit_record_is_exact_json_and_round_trips():
     got = advise(["claude", "--session-id", U], None, CWD)
-    data = encode_advice(got)
+    data = msgspec.json.encode(got)
     assert msgspec.json.decode(data) == {
         "advice": "explicit_target",
         "source": "launch_argument",
@@ -60,7 +60,7 @@ def test_explicit_record_is_exact_json_and_round_trips():
         "cwd": CWD,
         "reason": None,
     }
-    assert decode_advice(data) == got
+    assert msgspec.json.decode(data, type=RecoveryAdvice) == got
 
 
 def test_quoted_uuid_in_shell_text_is_a_literal_word():
@@ -209,7 +209,7 @@ def test_record_bound():
     small = Settings(recovery_record_max_bytes=512)
     at_limit = advise(["claude", "--resume", U], None, CWD, settings=small)
     assert at_limit.advice == "explicit_target"
-    assert len(encode_advice(at_limit)) <= 512
+    assert len(msgspec.json.encode(at_limit)) <= 512
     long_cwd = "/" + "d" * 400
     got = advise(["claude", "--resume", U], None, long_cwd, settings=small)
     assert got == RecoveryAdvice(advice="unavailable", reason="record_too_large")
@@ -217,4 +217,4 @@ def test_record_bound():
     escaped = "/" + "\x01" * 3000
     got = advise(["claude", "--resume", U], None, escaped)
     assert (got.advice, got.reason, got.cwd) == ("unavailable", "record_too_large", None)
-    assert len(encode_advice(got)) <= Settings().recovery_record_max_bytes
+    assert len(msgspec.json.encode(got)) <= Settings().recovery_record_max_bytes

@@ -13,7 +13,7 @@ from vigil.daemon.store import (
     ExecutionUpdate,
     InvalidArgument,
     RuntimeIdentity,
-    ScreenSnapshot,
+    StoredScreen,
     new_execution_id,
 )
 from vigil.protocol.errors import VigilError
@@ -178,25 +178,36 @@ def test_batch_skips_missing_ids_and_commits_the_rest(store):
         [
             ExecutionUpdate(execution_id=ghost, output=[(0, b"x")]),
             ExecutionUpdate(execution_id=rec.execution_id, output=[(0, b"abc")]),
-            ExecutionUpdate(execution_id=rec.execution_id, output=[(3, b"def")], fields={"output_activity_seq": 2}),
+            ExecutionUpdate(execution_id=rec.execution_id, output=[(3, b"def")]),
         ]
     )
     assert result.missing == [ghost]
     got = result.records[rec.execution_id]
+    # output_activity_seq counts the appends that persisted new output.
     assert (got.output_total_bytes, got.output_activity_seq) == (6, 2)
     assert result.change_seq == store.latest_change_seq()
 
 
-def test_a_bad_item_commits_nothing_of_the_batch(store):
+def test_an_impossible_item_is_dropped_and_the_rest_commits(store):
     rec = store.create_execution(new_record())
-    with pytest.raises(InvalidArgument):
-        store.commit_batch(
-            [
-                ExecutionUpdate(execution_id=rec.execution_id, output=[(0, b"abc")]),
-                ExecutionUpdate(execution_id=rec.execution_id, fields={"status": "bogus"}),
-            ]
-        )
-    assert store.get(SCOPE, rec.execution_id).output_total_bytes == 0
+    other = store.create_execution(new_record())
+    store.update(other.execution_id, status="exited", exit_code=0)
+    result = store.commit_batch(
+        [
+            ExecutionUpdate(execution_id=rec.execution_id, output=[(0, b"abc")]),
+            ExecutionUpdate(execution_id=rec.execution_id, fields={"status": "bogus"}),
+            ExecutionUpdate(execution_id=other.execution_id, fields={"status": "running"}),
+            ExecutionUpdate(execution_id=other.execution_id, fields={"output_total_bytes": 9}),
+            ExecutionUpdate(execution_id=rec.execution_id, output=[(3, b"d")]),
+        ]
+    )
+    assert [(eid, reason.split(":")[0]) for eid, reason in result.rejected] == [
+        (other.execution_id, "fields not updatable"),
+        (rec.execution_id, "invalid execution record"),
+        (other.execution_id, "status cannot change from exited to running"),
+    ]
+    assert store.get(SCOPE, rec.execution_id).output_total_bytes == 4
+    assert store.get(SCOPE, other.execution_id).status == "exited"
 
 
 def test_output_change_entries_are_coalesced_per_execution(store):
@@ -238,7 +249,7 @@ def test_change_log_is_trimmed_and_old_cursors_need_resync(tmp_path):
     rec = store.create_execution(new_record())
     # One batch, 1,100 items: each is a persisted change with its own entry.
     store.commit_batch(
-        [ExecutionUpdate(execution_id=rec.execution_id, fields={"output_activity_seq": i + 1}) for i in range(1100)]
+        [ExecutionUpdate(execution_id=rec.execution_id, fields={"generation": i + 1}) for i in range(1100)]
     )
     latest = store.latest_change_seq()
     assert latest == 1101
@@ -254,7 +265,7 @@ def test_change_log_is_trimmed_and_old_cursors_need_resync(tmp_path):
 
 def test_screen_is_stored_numbered_and_only_on_change(store, clock):
     rec = store.create_execution(new_record())
-    shot = ScreenSnapshot(snapshot=0, text="$ ls\nfile\n", rows=2, cols=10, captured_unix_ms=1)
+    shot = StoredScreen(snapshot=0, text="$ ls\nfile\n", rows=2, cols=10, captured_unix_ms=1)
     r1 = store.commit_batch([ExecutionUpdate(execution_id=rec.execution_id, screen=shot)]).records[rec.execution_id]
     assert (r1.screen_snapshot, r1.screen_bytes) == (1, 10)
     clock.advance(1)
@@ -275,7 +286,7 @@ def test_a_huge_screen_keeps_its_bottom_within_the_limit(tmp_path):
     store = open_store(tmp_path, retention_screen_bytes=1024)
     rec = store.create_execution(new_record())
     text = "".join(f"line {i} é\n" for i in range(500))
-    store.commit_batch([ExecutionUpdate(execution_id=rec.execution_id, screen=ScreenSnapshot(snapshot=0, text=text, rows=500, cols=20))])
+    store.commit_batch([ExecutionUpdate(execution_id=rec.execution_id, screen=StoredScreen(snapshot=0, text=text, rows=500, cols=20))])
     got = store.get_screen(SCOPE, rec.execution_id)
     assert got.truncated and text.endswith(got.text) and len(got.text.encode()) <= 1024
     assert store.get(SCOPE, rec.execution_id).screen_bytes == len(got.text.encode())

@@ -16,7 +16,7 @@ from vigil.daemon.store import (
     CursorError,
     CursorFields,
     ExecutionUpdate,
-    ScreenSnapshot,
+    StoredScreen,
     decode_catalog_cursor,
     decode_cursor,
     encode_catalog_cursor,
@@ -120,7 +120,7 @@ def test_page_cursors_through_the_store(tmp_path):
     for rec in (a, b, c):
         store.commit_batch(
             [ExecutionUpdate(execution_id=rec.execution_id, output=[(0, b"hello world")],
-                             screen=ScreenSnapshot(snapshot=0, text="screen", rows=1, cols=6))]
+                             screen=StoredScreen(snapshot=0, text="screen", rows=1, cols=6))]
         )
     page = read_output_page(store, SCOPE, a.execution_id, None, 5)
     assert page.text == "hello"

@@ -91,7 +91,8 @@ def test_a_foreign_file_is_refused_and_left_untouched(tmp_path):
     with pytest.raises(StoreError) as info:
         open_store(tmp_path)
     assert info.value.message == (
-        f"{path} holds a file that is not a vigil store (InvalidError); it was left untouched: "
+        f"{path} holds a file that is not a vigil store (its first page is not an LMDB meta "
+        "page); it was left untouched: "
         "move it away or point VIGIL_STATE_DIR elsewhere"
     )
     assert (path / "data.mdb").read_bytes() == junk

@@ -16,14 +16,14 @@ from vigil.daemon.store import (
     encode_cursor,
     scope_hash,
     ExecutionUpdate,
-    Gap,
     InvalidArgument,
-    ScreenSnapshot,
+    StoredScreen,
     Store,
     read_output_page,
     read_screen_page,
 )
 from vigil.daemon.store.utf8 import safe_cut
+from vigil.protocol.api.execution import Gap
 from vigil.daemon.settings import Settings
 
 SCOPE = "local\0t1\0/w"
@@ -180,10 +180,8 @@ def test_incomplete_character_at_the_end_of_a_finished_execution_is_replaced(sto
 def test_output_pending_keeps_has_more_after_exit(store):
     rec = store.create_execution(new_record())
     _write(store, rec, [(0, b"abc")], status="exited")
-    store.update(rec.execution_id, output_pending=True)
-    page = read_output_page(store, SCOPE, rec.execution_id)
+    page = read_output_page(store, SCOPE, rec.execution_id, pending=True)
     assert (page.text, page.has_more) == ("abc", True)
-    store.update(rec.execution_id, output_pending=False)
     assert read_output_page(store, SCOPE, rec.execution_id).has_more is False
 
 
@@ -269,7 +267,7 @@ def test_observe_style_reads_share_one_view(store):
 
 def test_screen_pages_and_resync(store):
     rec = store.create_execution(new_record())
-    shot = ScreenSnapshot(snapshot=0, text="héllo\nwörld", rows=2, cols=5, fidelity="exact")
+    shot = StoredScreen(snapshot=0, text="héllo\nwörld", rows=2, cols=5, fidelity="exact")
     store.commit_batch([ExecutionUpdate(execution_id=rec.execution_id, screen=shot)])
     first = read_screen_page(store, SCOPE, rec.execution_id, None, 5)
     assert (first.text, first.snapshot, first.has_more, first.resync_required) == ("héll", 1, True, False)
