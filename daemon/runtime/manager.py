@@ -610,12 +610,21 @@ class RuntimeManager:
 
     async def resize(self, execution_id: str, rows: int, cols: int) -> None:
         live = await self.connected(execution_id)
+        # The screen first, then the program: a program redraws as soon as it learns its new
+        # size (SIGWINCH), and those bytes must land on a screen of that size, as they do in
+        # a terminal. (Told the other way round, a curses program's redraw was drawn at the
+        # old size, and curses, believing the screen current, never sent it again.) Bytes
+        # written before the resize are parsed at the old size by `resize` itself.
+        keeper = live.screen.keeper if live.screen is not None else None
+        if keeper is not None:
+            old = keeper.size
+            keeper.resize(rows, cols)
         try:
             await live.link.resize(rows, cols)
         except GuardianError as exc:
+            if keeper is not None:
+                keeper.resize(*old)  # the program kept its size: so does its screen
             raise _control_error(exc, execution_id, "resize") from None
-        if live.screen is not None:
-            live.screen.keeper.resize(rows, cols)
         self.ingest.set_fields(execution_id, rows=rows, cols=cols)
 
 

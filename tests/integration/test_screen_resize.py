@@ -11,10 +11,9 @@ Each resize is followed by a key that makes the program print a known mark, and 
 comparison waits for that mark on both sides: the programs' own redraws are the events.
 
 Full-screen programs are also asked to redraw once more after a resize (vim and less:
-Ctrl-L, the curses program: `r`): the daemon tells the guardian about a resize before it
-tells the screen keeper (daemon/runtime/manager.py), so a redraw the program sends at once
-may be drawn at the old size; the second redraw is drawn at the new one. (Reported for the
-runtime: resize the keeper first.)
+Ctrl-L, the curses program: `r`), which must change nothing: the daemon resizes the screen
+keeper before it tells the guardian (daemon/runtime/manager.py), so the redraw a program
+sends on SIGWINCH is already drawn at the new size.
 """
 
 from __future__ import annotations
