@@ -127,7 +127,8 @@ class Settings(WireLimits, kw_only=True, forbid_unknown_fields=True, frozen=True
     screen_replay_bytes: _r(0, 64 * MiB, "raw tail kept to re-render exactly after quiet: a flood that redraws its cells within it ends exact; once output is idle, half of it is parsed rather than skipped (ours: a 200x50 TUI redraws every cell in ~0.4 MB, parsed in ~0.2-0.4 s)") = 1 * MiB
     screen_escape_max_bytes: _r(256, 16 * MiB, "longest OSC/DCS string kept whole; longer ones are dropped") = 64 * KiB
     screen_reply_bytes: _r(64, 1 * MiB, "terminal query answers buffered for the child (newer ones dropped, counted)") = 4 * KiB
-    screen_scrollback_lines: _r(0, 1_000_000, "rendered scrollback lines kept per execution (issue 17: 10,000)") = 10_000
+    screen_scrollback_lines: _r(0, 1_000_000, "rendered scrollback lines kept per execution, in the screen keeper and in the store (issue 17: 10,000)") = 10_000
+    screen_scrollback_persist_lines: _r(1, 1_000_000, "scrollback lines handed to the store per screen publication; the rest go with the next (ours: rendering one costs up to ~10 us on the trio thread, so 256 stay within ~3 ms)") = 256
 
     # --- recognizers ------------------------------------------------------------------------
     idle_debounce_confirmations: _r(1, 100, "observations before working→idle is reported") = 3

@@ -62,9 +62,9 @@ SPECS = {
     "Execution": ToolSpec(
         "Execution", "Execution",
         "Read the history of accepted commands: action.type list, get, read (bounded pages of "
-        "output, screen or detection; continue with next_cursor), observe (1-32 executions in "
-        "one call), wait (changes after a catalog cursor, at most 30 s), explain (turn "
-        "recognition). Read-only.",
+        "output, screen, detection or scrollback — the lines that scrolled off the screen; "
+        "continue with next_cursor), observe (1-32 executions in one call), wait (changes "
+        "after a catalog cursor, at most 30 s), explain (turn recognition). Read-only.",
         read_only=True, destructive=False, open_world=False),
     "Agent": ToolSpec(
         "Agent", "Agent",

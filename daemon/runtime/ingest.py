@@ -45,6 +45,8 @@ class _Pending:
     output: list[tuple[int, bytes]] = field(default_factory=list)
     fields: dict[str, Any] = field(default_factory=dict)
     screen: Any = None
+    #: Scrollback updates in the order the runtime handed them (each continues the last).
+    scrollback: list[Any] = field(default_factory=list)
     bytes: int = 0
 
 
@@ -106,6 +108,10 @@ class Ingest:
     def set_screen(self, execution_id: str, snapshot: Any) -> None:
         self._slot(execution_id).screen = snapshot
 
+    def add_scrollback(self, execution_id: str, update: Any) -> None:
+        """New scrollback lines (a `ScrollbackUpdate`), committed in order with the rest."""
+        self._slot(execution_id).scrollback.append(update)
+
     def has_pending_output(self, execution_id: str) -> bool:
         """True while output of this execution was handed over and is not committed."""
         slot = self._pending.get(execution_id)
@@ -165,7 +171,8 @@ class Ingest:
         try:
             if items:
                 batch = [ExecutionUpdate(execution_id=eid, output=p.output, fields=p.fields,
-                                         screen=p.screen) for eid, p in items.items()]
+                                         screen=p.screen, scrollback=p.scrollback)
+                         for eid, p in items.items()]
                 try:
                     result = await trio.to_thread.run_sync(self.store.commit_batch, batch)
                 except VigilError as exc:
@@ -211,6 +218,7 @@ class Ingest:
                 slot.output[:0] = old.output
                 slot.fields = {**old.fields, **slot.fields}
                 slot.screen = slot.screen or old.screen
+                slot.scrollback[:0] = old.scrollback
                 slot.bytes += old.bytes
             self._pending_bytes += old.bytes
 

@@ -38,6 +38,7 @@ from vigil.daemon.settings import Settings
 from vigil.daemon.store import (
     ExecutionRecord,
     RuntimeIdentity,
+    ScrollbackUpdate,
     Store,
     StoredScreen,
     new_execution_id,
@@ -411,6 +412,8 @@ class RuntimeManager:
         if keeper.resync():
             keeper.catch_up()
         self.screen_changed(live, keeper.snapshot())
+        # Every scrollback line, once: at most screen_scrollback_lines of them.
+        self._hand_scrollback(live, keeper, self.settings.screen_scrollback_lines)
 
     def screen_changed(self, live: Live, snap: ScreenSnapshot) -> None:
         """Persist the screen with the next ingest batch, and let the recognizer look at it.
@@ -428,8 +431,27 @@ class RuntimeManager:
             live.screen_offset = offset
             self.ingest.set_screen(live.record.execution_id,
                                    stored_screen(snap, self.store.clock(), offset))
+        if keeper is not None:
+            self._hand_scrollback(live, keeper, self.settings.screen_scrollback_persist_lines)
         if live.recognition is not None:
             live.recognition.observe(snap)
+
+    def _hand_scrollback(self, live: Live, keeper, most: int) -> None:
+        """Hand ingest up to `most` scrollback lines not handed yet (the `scrollback` read
+        source, store/scrollback.py): bounded, because rendering them holds the trio thread;
+        the rest go with the next publication (a quiet screen publishes again). Lines the
+        keeper dropped before their turn become a gap in the store."""
+        scrollback = keeper.scrollback
+        rewrite = scrollback.take_rewrite()
+        start = live.scrollback_sent if rewrite is None else min(live.scrollback_sent, rewrite)
+        start = max(start, scrollback.first)
+        if start >= scrollback.total and rewrite is None:
+            return
+        page = keeper.scrollback_lines(start, most)
+        self.ingest.add_scrollback(live.record.execution_id, ScrollbackUpdate(
+            keeper=live.scrollback_keeper, start=page.first_number, rewrite_from=rewrite,
+            lines=[(line.text, line.fast_forwarded) for line in page.lines]))
+        live.scrollback_sent = page.first_number + len(page.lines)
 
     async def _acknowledge(self, live: Live) -> None:
         """Tell the guardian what is durable, so its exit tail stays small and exact."""

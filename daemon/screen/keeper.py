@@ -394,9 +394,8 @@ class ScreenKeeper:
 
     def _take_history(self) -> None:
         screen = self._screen
-        if screen.history_cleared:
+        if screen.history_cleared:  # CSI 3 J: scrolled_off holds only rows after it
             screen.history_cleared = 0
-            screen.scrolled_off = []
             self.scrollback.clear()
         if screen.scrolled_off:
             rows, blind = screen.scrolled_off, screen.scrolled_off_blind

@@ -77,6 +77,9 @@ class Scrollback:
         #: Newest lines that scrolled here (rather than being pushed by a full clear): a
         #: taller window takes those back onto the screen (tmux's `hscrolled`).
         self.pullable = 0
+        #: Lowest number whose line changed meaning since `take_rewrite` (None: none did):
+        #: what the store must drop before it stores lines again.
+        self._rewritten_from: int | None = None
 
     def __len__(self) -> int:
         return len(self._lines)
@@ -144,7 +147,7 @@ class Scrollback:
         """`CSI 3 J`: every line is dropped."""
         self._lines.clear()
         self.pullable = 0
-        self.epoch += 1
+        self._rewrite(0)
 
     def truncate(self, total: int) -> None:
         """Forget lines numbered `total` and above (a replay will add them again)."""
@@ -156,7 +159,7 @@ class Scrollback:
             self.total -= 1
         self.total = total  # lines past the limit were already gone
         self.pullable = min(self.pullable, len(lines))
-        self.epoch += 1
+        self._rewrite(total)
 
     def take_rows(self, n: int, cols: int) -> list:
         """Take the newest n lines back as rows `cols` wide, oldest first (a resize reflows
@@ -185,7 +188,7 @@ class Scrollback:
             self.total -= 1
             n -= 1
         if out:
-            self.epoch += 1
+            self._rewrite(self.total)
         self.pullable = min(self.pullable, len(lines))
         out.reverse()
         return out
@@ -203,6 +206,16 @@ class Scrollback:
                 lines[i] = _render(lines[i])
                 budget -= 1
         self._unrendered = False
+
+    def _rewrite(self, number: int) -> None:
+        self.epoch += 1
+        if self._rewritten_from is None or number < self._rewritten_from:
+            self._rewritten_from = number
+
+    def take_rewrite(self) -> int | None:
+        """The lowest line number that changed meaning since the last call (None if none)."""
+        number, self._rewritten_from = self._rewritten_from, None
+        return number
 
     # --- reading ----------------------------------------------------------------------------------
 

@@ -841,6 +841,10 @@ class VtScreen:
             self._clear_screen()
         elif how == 3:
             if not self.alt_screen:
+                # Rows that scrolled away before it go with the history; rows that scroll
+                # away after it (in the same slice) are the new history.
+                self.scrolled_off = []
+                self.scrolled_off_blind = []
                 self.history_cleared += 1
 
     def _clear_screen(self) -> None:

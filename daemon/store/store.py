@@ -48,6 +48,7 @@ from .records import (
     parse_execution_id,
     scope_hash,
 )
+from .scrollback import ScrollbackUpdate, put_scrollback
 from .retention import enforce_record_count, enforce_scope_bytes, expire_due, expiry_due
 from .tx import Tx
 
@@ -64,12 +65,14 @@ class ExecutionUpdate(msgspec.Struct, kw_only=True, frozen=True):
     - `fields`: new values for updatable record fields (`records.UPDATABLE`); a value equal
       to the stored one is not a change.
     - `screen`: the current screen; stored (and numbered) only if it differs.
+    - `scrollback`: new scrollback lines, applied in order (scrollback.py).
     """
 
     execution_id: str
     output: list[tuple[int, bytes]] = []
     fields: dict[str, Any] = {}
     screen: StoredScreen | None = None
+    scrollback: list[ScrollbackUpdate] = []
 
 
 class BatchResult(msgspec.Struct, kw_only=True, frozen=True):
@@ -482,6 +485,8 @@ class Store:
                 grew = stored > freed
                 events.append(("output", None))
                 rec = msgspec.structs.replace(new, output_activity_seq=new.output_activity_seq + 1)
+        for update in item.scrollback:
+            put_scrollback(tx, rec.execution_id, update)  # its own db: no record change
         if item.screen is not None:
             rec, delta = self._put_screen(tx, rec, item.screen)
             if delta is not None:

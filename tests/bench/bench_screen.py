@@ -240,9 +240,8 @@ async def staleness(rate_bytes: int, seconds: float) -> list[float]:
     return latencies
 
 
-def hold_corpus() -> dict[str, bytes]:
-    """Hostile output for the hold measurement, ~256 KiB each, and plain text as the peer."""
-    size = 256 * 1024
+def hold_corpus(size: int = 256 * 1024) -> dict[str, bytes]:
+    """Hostile output for the hold measurement, `size` bytes each, and plain text as the peer."""
     whole_screen = (b"\x1b[2J\x1b[9999S\x1b[9999T\x1b[9999L\x1b[9999M\x1b[9999@\x1b[9999P"
                     b"\x1b[9999X\x1b[1J\x1b[0J\x1b[2K\x1bM\x1bD\x1b[?1049h\x1b[?1049l\x1bc")
     items = {
@@ -279,12 +278,12 @@ async def longest_hold(rows: int, cols: int, data: bytes) -> tuple[float, float,
             done, fidelity)
 
 
-def bench_holds() -> None:
+def bench_holds(size: int) -> None:
     """Wall time is what the rest of the daemon waits; on a shared machine it includes time
     the thread was not running at all, so the CPU time of the thread is printed beside it."""
     print(f"{'content':<42} {'size':>9} {'longest hold':>13} {'(CPU)':>9} {'up to date':>11} {'fidelity':>15}")
     for (rows, cols) in ((50, 200), (1000, 1000)):
-        for name, blob in hold_corpus().items():
+        for name, blob in hold_corpus(size).items():
             hold, cpu, done, fidelity = trio.run(longest_hold, rows, cols, blob)
             print(f"hold {name:<37} {rows}x{cols:<5} {hold * 1000:10.1f} ms {cpu * 1000:6.1f} ms "
                   f"{done:9.2f} s {fidelity:>15}")
@@ -300,6 +299,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--flood-mb", type=int, default=100)
     ap.add_argument("--stream-seconds", type=float, default=5.0)
     ap.add_argument("--parse-kib", type=int, default=2048)
+    ap.add_argument("--hold-kib", type=int, default=256, help="hostile output fed per hold case")
     args = ap.parse_args(argv)
     data = corpus()
     print(f"== parse throughput ({args.parse_kib} KiB of each, CPU time) ==")
@@ -310,7 +310,7 @@ def main(argv: list[str] | None = None) -> int:
     bench_floods(args.flood_mb)
 
     print("\n== longest hold of the trio thread by the keeper (target ≤ 20 ms; peer: plain text) ==")
-    bench_holds()
+    bench_holds(args.hold_kib * 1024)
 
     print("\n== staleness while streaming 100 KB/s (target p50 ≤ 50 ms) ==")
     lat = trio.run(staleness, 100 * 1000, args.stream_seconds)

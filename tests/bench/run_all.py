@@ -139,7 +139,7 @@ BENCHMARKS: list[Bench] = [
     Bench("bench_guardian_memory", "== guardian memory (idle) ==", in_process=True),
     Bench("bench_many", "== many executions ==", in_process=True),
     Bench("bench_screen", "== staleness while streaming", ("--flood-mb", "100", "--stream-seconds", "3"),
-          ("--flood-mb", "5", "--stream-seconds", "0.5", "--parse-kib", "256"), extract=screen_rows),
+          ("--flood-mb", "2", "--stream-seconds", "0.5", "--parse-kib", "128", "--hold-kib", "64"), extract=screen_rows),
     Bench("bench_recognize", "target p50 <=", ("--repeat", "200"), ("--repeat", "5"),
           ran_codes=frozenset({0, 1}), extract=recognize_rows),
     Bench("bench_observe", "== observe (observe and wait) ==", in_process=True),

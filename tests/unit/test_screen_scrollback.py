@@ -46,6 +46,15 @@ def test_clear_scrolls_used_rows_into_history_and_ed3_empties_it():
     assert (page.lines, page.total, page.first_kept, page.epoch) == ([], 2, 2, 1)
 
 
+def test_rows_that_scroll_away_after_ed3_in_the_same_read_are_the_new_history():
+    """`ESC [ 3 J` empties what scrolled away before it, not what scrolls away after it in
+    the same chunk (the keeper parses both in one slice)."""
+    k = fed(b"A\r\nB\r\nC\r\nD\r\n\x1b[3JE\r\nF\r\n")
+    assert texts(k) == ["C", "D"]
+    assert k.scrollback.take_rewrite() == 0  # everything numbered before changed meaning
+    assert k.scrollback.take_rewrite() is None
+
+
 def test_alternate_screen_never_feeds_the_history():
     k = fed(b"main\r\n\x1b[?1049h" + b"".join(b"alt%d\r\n" % i for i in range(10)) + b"\x1b[2J\x1b[?1049l")
     assert texts(k) == []
