@@ -133,7 +133,7 @@ def add_parsers(sub) -> None:
     p.add_argument("--ansi", action="store_true",
                    help="with colours and attributes (live executions only)")
     p.add_argument("--history", type=int, default=0, metavar="N",
-                   help="also print the last N lines that scrolled off its top (live executions only)")
+                   help="also print the last N lines that scrolled off its top")
     json_flag(p)
     p.set_defaults(handler=cmd_screen)
 

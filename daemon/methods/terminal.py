@@ -52,15 +52,21 @@ async def screen_of(store: Store, runtimes: RuntimeManager, scope: str, record, 
             scrollback_fast_forwarded=[i for i, line in enumerate(lines.lines) if line.fast_forwarded],
             scrollback_first=lines.first_number, scrollback_total=lines.total)
     with phase("catalog"):
-        stored = await trio.to_thread.run_sync(store.get_screen, scope, eid)
+        stored, (first, total, lines) = await trio.to_thread.run_sync(
+            store.get_screen_and_scrollback, scope, eid, history)
+    # An ended execution keeps its scrollback as plain text (store/scrollback.py).
+    kept = dict(scrollback=[text for text, _ in lines],
+                scrollback_ansi=[text for text, _ in lines] if ansi else None,
+                scrollback_fast_forwarded=[i for i, (_, ff) in enumerate(lines) if ff],
+                scrollback_first=first, scrollback_total=total)
     if stored is None:
         return ScreenResult(execution_id=eid, text="", rows=record.rows or 0,
                             cols=record.cols or 0, cursor=(0, 0), fidelity="exact",
-                            title="", live=False)
+                            title="", live=False, **kept)
     return ScreenResult(execution_id=eid, text=stored.text, rows=stored.rows,
                         cols=stored.cols, cursor=(stored.cursor_row, stored.cursor_col),
                         fidelity=stored.fidelity, title=stored.title or "", live=False,
-                        revision=stored.snapshot)
+                        revision=stored.snapshot, **kept)
 
 
 def install(dispatcher: Dispatcher, *, store: Store, runtimes: RuntimeManager,

@@ -89,6 +89,17 @@ def lines_from(txn, db, eid: bytes, start: int):
         ok = cur.next()
 
 
+def tail(txn, db, eid: bytes, count: int) -> tuple[int, int, list[tuple[str, bool]]]:
+    """The newest `count` stored lines: (number of the first, lines scrolled away in all,
+    [(text, fast_forwarded)]) — fewer lines where some were never stored."""
+    head = header(txn, db, eid)
+    if head is None or count <= 0:
+        return (0 if head is None else head.total), (0 if head is None else head.total), []
+    start = max(head.first, head.total - count)
+    out = [(text, ff) for _, text, ff in lines_from(txn, db, eid, start)]
+    return start, head.total, out
+
+
 def put_scrollback(tx: Tx, execution_id: str, update: ScrollbackUpdate) -> bool:
     """Store `update`; returns True when anything changed."""
     eid = bytes.fromhex(execution_id)

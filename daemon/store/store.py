@@ -49,6 +49,7 @@ from .records import (
     scope_hash,
 )
 from .scrollback import ScrollbackUpdate, put_scrollback
+from .scrollback import tail as scrollback_tail
 from .retention import enforce_record_count, enforce_scope_bytes, expire_due, expiry_due
 from .tx import Tx
 
@@ -158,6 +159,13 @@ class CatalogView:
             return None
         raw = self.tx.txn.get(id_bytes(execution_id), db=self.tx.dbs["screens"])
         return None if raw is None else decode_screen(raw)
+
+    def scrollback_tail(self, scope: str, execution_id: str, count: int
+                        ) -> tuple[int, int, list[tuple[str, bool]]]:
+        """The newest `count` persisted scrollback lines (scrollback.py `tail`)."""
+        if self.get(scope, execution_id) is None:
+            return 0, 0, []
+        return scrollback_tail(self.tx.txn, self.tx.dbs["scrollback"], id_bytes(execution_id), count)
 
     def latest_change_seq(self) -> int:
         return self.tx.latest_change_seq()
@@ -300,6 +308,12 @@ class Store:
         parse_execution_id(execution_id)
         with self.catalog() as view:
             return view.get_screen(scope, execution_id)
+
+    def get_screen_and_scrollback(self, scope: str, execution_id: str, count: int):
+        """The persisted screen and its newest `count` scrollback lines, in one read."""
+        parse_execution_id(execution_id)
+        with self.catalog() as view:
+            return view.get_screen(scope, execution_id), view.scrollback_tail(scope, execution_id, count)
 
     def changes_since(
         self, after: int, scope: str, execution_ids: Sequence[str] | None = None, limit: int | None = None

@@ -14,7 +14,8 @@ class ScreenParams(Scoped, kw_only=True):
     """The current screen of an execution (`vigil screen`); `ansi` adds colours and modes
     (live executions only: an exited one keeps its text). `history` also returns up to that
     many scrollback lines — the rows that scrolled off the top of the main screen, newest
-    last — at most `screen_history_lines_max` (live executions only for now)."""
+    last — at most `screen_history_lines_max`; an ended execution's come from the store,
+    as plain text (the `scrollback` read source pages all of them)."""
 
     execution_id: str
     ansi: bool = False

@@ -65,3 +65,15 @@ def test_scrollback_pages_follow_the_screen_and_outlive_the_execution(session):
     text, pages = read_all(session, eid, page_bytes=4096)
     # The echo of that Enter scrolled one more line away before the exit.
     assert text == after_clear + "37\n" and not pages[-1]["has_more"]
+
+
+def test_screen_history_of_an_ended_execution_comes_from_the_store(session):
+    screens = Screens(session)
+    eid = session.run(command="seq 1 25", rows=10, cols=40)["execution_id"]
+    session.wait_exit(eid)
+    answer = screens.get(eid, history=5)
+    assert not answer["live"]
+    # 25 lines and the cursor's empty row on 10 rows: 1..16 scrolled away.
+    assert answer["scrollback"] == ["12", "13", "14", "15", "16"]
+    assert (answer["scrollback_first"], answer["scrollback_total"]) == (11, 16)
+    assert answer["text"].split() == [str(n) for n in range(17, 26)]
