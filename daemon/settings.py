@@ -128,7 +128,8 @@ class Settings(WireLimits, kw_only=True, forbid_unknown_fields=True, frozen=True
     screen_escape_max_bytes: _r(256, 16 * MiB, "longest OSC/DCS string kept whole; longer ones are dropped") = 64 * KiB
     screen_reply_bytes: _r(64, 1 * MiB, "terminal query answers buffered for the child (newer ones dropped, counted)") = 4 * KiB
     screen_scrollback_lines: _r(0, 1_000_000, "rendered scrollback lines kept per execution, in the screen keeper and in the store (issue 17: 10,000)") = 10_000
-    screen_scrollback_persist_lines: _r(1, 1_000_000, "scrollback lines handed to the store per screen publication; the rest go with the next (ours: rendering one costs up to ~10 us on the trio thread, so 256 stay within ~3 ms)") = 256
+    screen_scrollback_persist_lines: _r(1, 1_000_000, "scrollback lines handed to the store at once; the rest go with the next handover (ours: rendering one costs up to ~10 us on the trio thread, so 256 stay within ~3 ms)") = 256
+    screen_scrollback_persist_seconds: _f(0.001, 60, "while output streams, scrollback lines are handed to the store at most this often (at quiet, on a read and at exit at once); ~2,500 lines/s persist, faster floods leave gaps (ours: 0.1 s keeps the rendering under ~3% of the trio thread)") = 0.1
 
     # --- recognizers ------------------------------------------------------------------------
     idle_debounce_confirmations: _r(1, 100, "observations before working→idle is reported") = 3

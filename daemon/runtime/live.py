@@ -197,6 +197,8 @@ class Live:
     #: The keeper's number of the next scrollback line to hand to ingest, and a name for
     #: this keeper's numbering in the store (a new keeper after a restart counts from 0).
     scrollback_sent: int = 0
+    #: time.monotonic() of the last handover (they are spaced while output streams).
+    scrollback_handed_at: float = 0.0
     scrollback_keeper: int = field(default_factory=lambda: secrets.randbits(62))
     done: trio.Event = field(default_factory=trio.Event)
     cancel: trio.CancelScope = field(default_factory=trio.CancelScope)

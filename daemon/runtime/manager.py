@@ -20,6 +20,7 @@ from __future__ import annotations
 import logging
 import os
 import signal as signal_mod
+import time
 from typing import Callable, Protocol
 
 import msgspec
@@ -305,7 +306,8 @@ class RuntimeManager:
         live.caught_up_to = welcome.ring_end
         live.received_end = stored_end
         live.screen_origin = replay_from - keeper.fed_bytes
-        live.screen = ScreenTask(keeper, s, lambda snap, quiet: self.screen_changed(live, snap))
+        live.screen = ScreenTask(keeper, s,
+                                 lambda snap, quiet: self.screen_changed(live, snap, streaming=not quiet))
         live.recognition = self.recognitions(
             record.runtime.child_pid,
             lambda state: self.ingest.set_fields(eid, recognized_state=state))
@@ -415,7 +417,7 @@ class RuntimeManager:
         # Every scrollback line, once: at most screen_scrollback_lines of them.
         self._hand_scrollback(live, keeper, self.settings.screen_scrollback_lines)
 
-    def screen_changed(self, live: Live, snap: ScreenSnapshot) -> None:
+    def screen_changed(self, live: Live, snap: ScreenSnapshot, *, streaming: bool = False) -> None:
         """Persist the screen with the next ingest batch, and let the recognizer look at it.
         A revision already handed to ingest is not handed again (the keeper's quiet publish
         repeats the last one): that was a second store transaction per line of output —
@@ -431,7 +433,12 @@ class RuntimeManager:
             live.screen_offset = offset
             self.ingest.set_screen(live.record.execution_id,
                                    stored_screen(snap, self.store.clock(), offset))
-        if keeper is not None:
+        # Scrollback lines: while output streams, at most once per
+        # screen_scrollback_persist_seconds; at quiet, on a read's refresh and at exit, at once.
+        now = time.monotonic()
+        if keeper is not None and (not streaming or now >= live.scrollback_handed_at
+                                   + self.settings.screen_scrollback_persist_seconds):
+            live.scrollback_handed_at = now
             self._hand_scrollback(live, keeper, self.settings.screen_scrollback_persist_lines)
         if live.recognition is not None:
             live.recognition.observe(snap)
@@ -439,8 +446,8 @@ class RuntimeManager:
     def _hand_scrollback(self, live: Live, keeper, most: int) -> None:
         """Hand ingest up to `most` scrollback lines not handed yet (the `scrollback` read
         source, store/scrollback.py): bounded, because rendering them holds the trio thread;
-        the rest go with the next publication (a quiet screen publishes again). Lines the
-        keeper dropped before their turn become a gap in the store."""
+        the rest go with the next handover. Lines the keeper dropped before their turn (more
+        than screen_scrollback_lines scrolled away between two) are a gap in the store."""
         scrollback = keeper.scrollback
         rewrite = scrollback.take_rewrite()
         start = live.scrollback_sent if rewrite is None else min(live.scrollback_sent, rewrite)
