@@ -197,6 +197,9 @@ class Live:
     #: The keeper's number of the next scrollback line to hand to ingest, and a name for
     #: this keeper's numbering in the store (a new keeper after a restart counts from 0).
     scrollback_sent: int = 0
+    #: The keeper was fed the output from its first byte, so its line numbers are the
+    #: execution's (not those of a screen restored mid-stream).
+    scrollback_from_start: bool = True
     #: time.monotonic() of the last handover (they are spaced while output streams).
     scrollback_handed_at: float = 0.0
     scrollback_keeper: int = field(default_factory=lambda: secrets.randbits(62))

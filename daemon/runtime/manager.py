@@ -306,6 +306,7 @@ class RuntimeManager:
         live.caught_up_to = welcome.ring_end
         live.received_end = stored_end
         live.screen_origin = replay_from - keeper.fed_bytes
+        live.scrollback_from_start = replay_from == 0
         live.screen = ScreenTask(keeper, s,
                                  lambda snap, quiet: self.screen_changed(live, snap, streaming=not quiet))
         live.recognition = self.recognitions(
@@ -456,7 +457,8 @@ class RuntimeManager:
             return
         page = keeper.scrollback_lines(start, most)
         self.ingest.add_scrollback(live.record.execution_id, ScrollbackUpdate(
-            keeper=live.scrollback_keeper, start=page.first_number, rewrite_from=rewrite,
+            keeper=live.scrollback_keeper, from_start=live.scrollback_from_start,
+            start=page.first_number, rewrite_from=rewrite,
             lines=[(line.text, line.fast_forwarded) for line in page.lines]))
         live.scrollback_sent = page.first_number + len(page.lines)
 

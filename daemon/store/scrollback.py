@@ -6,9 +6,11 @@ The screen keeper numbers the lines that scrolled off the top of the main screen
 the `scrollback` db: one header per execution at key `eid`, one line per key
 `eid + number` (8 bytes, big-endian, so the lines of an execution sort in order).
 
-Numbers in the store are the store's own, so they survive the keeper: a daemon restart
-starts a new keeper whose numbering starts again at 0; its lines are appended after the
-stored ones (`offset` maps the keeper's numbers to the store's). When numbered lines change
+Numbers in the store are the store's own, so they survive the keeper. A daemon restart
+starts a new keeper whose numbering starts again at 0: when it was fed the output from its
+first byte (the guardian's ring held all of it) its numbers are the old ones and the lines
+already stored are skipped; when it starts from a restored screen, its lines are appended
+after the stored ones (`offset` maps the keeper's numbers to the store's). When numbered lines change
 meaning — the history is cleared, a replay re-renders its newest lines exactly, a resize
 pulls rows back onto the screen — the keeper says from which of its numbers on
 (`rewrite_from`); the store drops the stored lines from there and advances its `epoch`, so a
@@ -44,6 +46,8 @@ class ScrollbackUpdate(msgspec.Struct, kw_only=True, frozen=True):
 
     keeper: int
     start: int
+    #: The keeper was fed the output from its first byte: its numbers are the execution's.
+    from_start: bool = True
     lines: list[tuple[str, bool]] = []
     rewrite_from: int | None = None
 
@@ -109,8 +113,8 @@ def put_scrollback(tx: Tx, execution_id: str, update: ScrollbackUpdate) -> bool:
     head = stored or ScrollbackHeader()
     epoch, first, total, offset = head.epoch, head.first, head.total, head.offset
     if stored is not None and update.keeper != head.keeper:
-        # A new keeper (daemon restart): its lines follow the stored ones.
-        offset = total - update.start
+        # A new keeper (daemon restart): the same numbers, or its lines follow the stored ones.
+        offset = 0 if update.from_start else total - update.start
     elif update.rewrite_from is not None:
         cut = max(update.rewrite_from + offset, 0)
         if cut < total:

@@ -115,14 +115,20 @@ def test_lines_that_changed_meaning_make_old_cursors_resync(store):
 
 
 def test_a_new_keeper_continues_after_the_stored_lines(store):
-    """After a daemon restart a new keeper numbers its lines from 0 again: the store appends
-    them after what it has, and cursors of the old keeper stay valid."""
+    """After a daemon restart a new keeper numbers its lines from 0 again. Started from a
+    restored screen, its lines are appended after what the store has; fed the whole output
+    again, its numbers are the old ones and what is stored is not stored twice. Cursors of
+    the old keeper stay valid either way."""
     eid = store.create_execution(new_record()).execution_id
     put(store, eid, lines(0, 5, keeper=1))
     cursor = read_scrollback_page(store, SCOPE, eid).next_cursor
-    put(store, eid, ScrollbackUpdate(keeper=2, start=0, lines=[("after restart", False)]))
+    put(store, eid, ScrollbackUpdate(keeper=2, start=0, from_start=False,
+                                     lines=[("after restart", False)]))
     page = read_scrollback_page(store, SCOPE, eid, cursor)
     assert (page.resync_required, page.start_offset, page.text) == (False, 5, "after restart\n")
+    put(store, eid, lines(0, 8, keeper=3))  # the whole output replayed: 0..5 are stored
+    page = read_scrollback_page(store, SCOPE, eid, page.next_cursor)
+    assert (page.resync_required, page.start_offset, page.text) == (False, 6, "line 6\nline 7\n")
 
 
 def test_cursors_are_per_source_and_the_lines_go_with_the_execution(store):
