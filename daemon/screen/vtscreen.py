@@ -1110,7 +1110,7 @@ class VtScreen:
         """`text` is whole lines (each ending with CR LF; printable text, CR, TAB, BS, BEL),
         written with the cursor at column 0 of the bottom row of a screen without scroll
         region: lay them out as `draw` would and scroll them through in one go. The rows
-        leaving the top go to the history — as rendered lines when they are plain text of one
+        leaving the top of the main screen go to the history — as rendered lines when they are plain text of one
         attribute set (no cells are built for them), else as rows; the cursor ends at column
         0 of the bottom row."""
         lines = text.split("\n")[:-1]
@@ -1130,7 +1130,8 @@ class VtScreen:
         combined = self.buffer[:keep] + (self._history_lines(lines[:split]) if split else []) \
             + self.render_lines(lines[split:])
         cut = len(combined) - keep
-        self._to_history(combined[:cut])
+        if not self.alt_screen:  # the alternate screen never feeds the history
+            self._to_history(combined[:cut])
         self.buffer[:] = combined[cut:] + [self._new_row()]
         self.cursor.x = 0
         self.cursor.y = self.lines - 1

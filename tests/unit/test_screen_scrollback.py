@@ -61,6 +61,17 @@ def test_alternate_screen_never_feeds_the_history():
     assert k.snapshot().lines[0] == "main"
 
 
+def test_lines_streamed_through_the_alternate_screen_never_reach_the_history():
+    """Whole lines arriving in one read scroll through by the parser's fast line path; on
+    the alternate screen they must not reach the history either (it fed them once the main
+    screen had scrolled: seen through the daemon under load, when the switch and the lines
+    came in separate reads)."""
+    k = fed(b"a\r\nb\r\nc\r\nd\r\n\x1b[?1049h")
+    k.feed(b"".join(b"%d\r\n" % i for i in range(1000, 1041)))
+    drain(k)
+    assert texts(k) == ["a", "b"]
+
+
 def test_a_scroll_region_on_the_main_screen_pushes_its_top_row():
     """tmux moves the region's top row into the history whatever the region (and SU too)."""
     k = fed(b"top\r\n\x1b[2;3r\x1b[2;1Hr1\r\nr2\r\nr3\r\n\x1b[S", rows=3)
