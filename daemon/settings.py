@@ -116,7 +116,7 @@ class Settings(WireLimits, kw_only=True, forbid_unknown_fields=True, frozen=True
 
     # --- screen (DESIGN: Output path and the screen) ----------------------------------------
     screen_cpu_budget: _f(0.01, 1, "share of one core the screen keeper may use") = 0.25
-    screen_quiet_cpu_budget: _f(0.01, 1, "share of one core a screen whose output has been idle for screen_idle_seconds may use to catch up and replay to exact (issue 17: exact within 1 s of quiet)") = 0.8
+    screen_quiet_cpu_budget: _f(0.01, 1, "share of one core a screen whose output has been idle for screen_idle_seconds may use to catch up and replay to exact, while it is the only screen with work (issue 17: exact within 1 s of quiet)") = 0.8
     screen_idle_seconds: _f(0.001, 10, "output idle this long: the flood is over or paused, the screen catches up at screen_quiet_cpu_budget (ours: a flood's reads come every few ms)") = 0.02
     screen_quiet_exact_seconds: _f(0.01, 10, "after this much quiet the screen is exact") = 0.2
     # Figures: pyte parses 0.27-0.87 MiB/s (DESIGN.md); the keeper's own parser feeding a pyte
