@@ -26,7 +26,7 @@ GROUPS = {
     "start work": ("run", "sh"),
     "watch": ("ls", "show", "logs", "screen", "wait", "explain"),
     "interact": ("attach", "send", "keys", "kill", "prompt"),
-    "agents and records": ("mcp", "token", "transcript", "report"),
+    "agents and records": ("mcp", "token", "transcript", "report", "export"),
     "the daemon and tools": ("status", "daemon", "service", "protocol", "completion"),
 }
 

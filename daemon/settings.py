@@ -109,6 +109,10 @@ class Settings(WireLimits, kw_only=True, forbid_unknown_fields=True, frozen=True
     ingest_batch_bytes: _r(4 * KiB, 64 * MiB, "commit early once this much output is pending") = 1 * MiB
     ingest_retry_initial_seconds: _f(0.001, 60, "first pause before a failed commit is retried (ours: 0.1 s, doubling)") = 0.1
     ingest_retry_max_seconds: _f(0.01, 600, "longest pause between retries of a failing store (ours: 5 s)") = 5.0
+    output_arrival_step_seconds: _f(
+        0.0001, 10, "output arriving within this long of the last arrival mark shares it: the "
+        "resolution of a recording's timings (ours: 10 ms, below a 60 Hz player's 16.7 ms "
+        "frame; a mark per 4 KiB read would cost a flood 25,000 a second)") = 0.010
     output_chunk_bytes: _r(4 * KiB, 4 * MiB, "output is stored in chunks of about this size") = 64 * KiB
     change_log_entries: _r(1024, 10_000_000, "catalog change entries kept for wait cursors") = 100_000
     store_gaps_kept: _r(1, 65536, "guardian gaps listed per record; older ones are only counted (vigil)") = 64

@@ -125,6 +125,8 @@ def _terminal(terminal) -> None:
              "Resize an execution's terminal.")
     register("attach", terminal.AttachParams, terminal.AttachResult,
              "Watch an execution live: repaint, then output events until it exits.")
+    register("recording", terminal.RecordingParams, terminal.RecordingResult,
+             "A page of an execution's recording: output with arrival times, sizes, gaps.")
     EVENTS["attach"] = terminal.AttachEvent
 
 
@@ -164,7 +166,7 @@ FAMILY = {
     "hello": "daemon", "ping": "daemon", "status": "daemon", "Initialize": "scope",
     "run": "execution", "Execution": "execution", "follow": "execution", "signal": "execution",
     "resolve": "execution", "screen": "terminal", "input": "terminal", "resize": "terminal",
-    "attach": "terminal", "BashCommand": "shell", "Agent": "agent", "transcript": "transcript",
+    "attach": "terminal", "recording": "terminal", "BashCommand": "shell", "Agent": "agent", "transcript": "transcript",
 }
 _LOADED: set[str] = set()
 

@@ -8,5 +8,5 @@ tables); everything a command needs to *run* is imported inside its handler, so 
 """
 
 #: The command modules, in the order their commands are registered.
-MODULES = ("run", "history", "terminal", "shell", "agent", "transcript", "mcp", "report",
-           "daemon")
+MODULES = ("run", "history", "terminal", "export", "shell", "agent", "transcript", "mcp",
+           "report", "daemon")

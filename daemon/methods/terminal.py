@@ -1,4 +1,4 @@
-"""`screen`, `input`, `resize` and `attach`: an execution's terminal, directly."""
+"""`screen`, `input`, `resize`, `attach` and `recording`: an execution's terminal, directly."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from vigil.daemon.runtime.manager import RuntimeManager
 from vigil.daemon.settings import Settings
 from vigil.daemon.shell.manager import keys_to_bytes
 from vigil.daemon.store import Store
+from vigil.daemon.store.recording import read_recording_page
 from vigil.daemon.telemetry.phases import phase
 from vigil.protocol.api.terminal import (
     AttachDropped,
@@ -21,6 +22,8 @@ from vigil.protocol.api.terminal import (
     AttachResult,
     InputParams,
     InputResult,
+    RecordingParams,
+    RecordingResult,
     ResizeParams,
     ResizeResult,
     ScreenParams,
@@ -28,7 +31,7 @@ from vigil.protocol.api.terminal import (
 )
 from vigil.protocol.errors import ErrorCode, VigilError, invalid_request
 
-from .execution import scoped_record
+from .execution import execution_id_param, scoped_record
 
 
 async def screen_of(store: Store, runtimes: RuntimeManager, scope: str, record, *,
@@ -108,6 +111,13 @@ def install(dispatcher: Dispatcher, *, store: Store, runtimes: RuntimeManager,
         eid, live = await running(ctx, params.execution_id)
         await runtimes.resize(eid, params.rows, params.cols)
         return ResizeResult(execution_id=eid, rows=params.rows, cols=params.cols)
+
+    @dispatcher.route("recording", authority=Need.OBSERVE)
+    async def recording(ctx: CallContext, params: RecordingParams) -> RecordingResult:
+        eid = execution_id_param(params.execution_id)
+        with phase("catalog"):
+            return await trio.to_thread.run_sync(
+                read_recording_page, store, ctx.scope, eid, params.offset, params.page_bytes)
 
     @dispatcher.route("attach", authority=Need.OBSERVE)
     async def attach(ctx: CallContext, params: AttachParams):

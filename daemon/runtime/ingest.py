@@ -25,6 +25,7 @@ others.
 from __future__ import annotations
 
 import logging
+import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -48,6 +49,10 @@ class _Pending:
     #: Scrollback updates in the order the runtime handed them (each continues the last).
     scrollback: list[Any] = field(default_factory=list)
     bytes: int = 0
+    #: (offset, unix µs): when output arrived, at most one mark per arrival step.
+    arrivals: list[tuple[int, int]] = field(default_factory=list)
+    #: (offset, unix µs, rows, cols): resizes, at the offset received by then.
+    sizes: list[tuple[int, int, int, int]] = field(default_factory=list)
 
 
 class IngestHealth(msgspec.Struct, kw_only=True):
@@ -79,6 +84,7 @@ class Ingest:
         self._rounds_committed = 0
         self._backoff = 0.0
         self.high_water = 4 * settings.ingest_batch_bytes
+        self._arrival_step_us = int(settings.output_arrival_step_seconds * 1_000_000)
         self.commits = 0
         self.failures = 0
         self.health = IngestHealth()
@@ -92,8 +98,16 @@ class Ingest:
         self._work.set()
         return slot
 
-    def add_output(self, execution_id: str, offset: int, data: bytes) -> None:
+    def add_output(self, execution_id: str, offset: int, data: bytes, *, timed: bool = True) -> None:
+        """Hand over output received now. `timed`: stamp its arrival (store/timings.py) — not
+        for bytes that arrived long ago (a guardian's exit tail): they take the time of
+        the mark before them."""
         slot = self._slot(execution_id)
+        if timed:
+            now = time.time_ns() // 1000
+            marks = slot.arrivals
+            if not marks or now - marks[-1][1] >= self._arrival_step_us:
+                marks.append((offset, now))
         slot.output.append((offset, data))
         slot.bytes += len(data)
         self._pending_bytes += len(data)
@@ -104,6 +118,11 @@ class Ingest:
 
     def set_fields(self, execution_id: str, **fields: Any) -> None:
         self._slot(execution_id).fields.update(fields)
+
+    def add_size(self, execution_id: str, offset: int, rows: int, cols: int) -> None:
+        """The terminal was resized now, after `offset` bytes of output (a recording's
+        resize event)."""
+        self._slot(execution_id).sizes.append((offset, time.time_ns() // 1000, rows, cols))
 
     def set_screen(self, execution_id: str, snapshot: Any) -> None:
         self._slot(execution_id).screen = snapshot
@@ -171,7 +190,8 @@ class Ingest:
         try:
             if items:
                 batch = [ExecutionUpdate(execution_id=eid, output=p.output, fields=p.fields,
-                                         screen=p.screen, scrollback=p.scrollback)
+                                         screen=p.screen, arrivals=p.arrivals, sizes=p.sizes,
+                                         scrollback=p.scrollback)
                          for eid, p in items.items()]
                 try:
                     result = await trio.to_thread.run_sync(self.store.commit_batch, batch)
@@ -216,6 +236,8 @@ class Ingest:
                 self._pending[eid] = old
             else:
                 slot.output[:0] = old.output
+                slot.arrivals[:0] = old.arrivals
+                slot.sizes[:0] = old.sizes
                 slot.fields = {**old.fields, **slot.fields}
                 slot.screen = slot.screen or old.screen
                 slot.scrollback[:0] = old.scrollback

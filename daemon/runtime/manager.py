@@ -503,7 +503,8 @@ class RuntimeManager:
                 reason = f"the guardian's exit record is unreadable: {exc}"
             if left is not None and left.exit.identity == to_wire_identity(runtime):
                 if left.tail is not None and left.tail.data:
-                    self.ingest.add_output(eid, left.tail.start_offset, left.tail.data)
+                    self.ingest.add_output(eid, left.tail.start_offset, left.tail.data,
+                                           timed=False)
                 await self._exited(live, left.exit.status)
                 await trio.to_thread.run_sync(delete_exit_records, self.records_dir,
                                               runtime.runtime_id)
@@ -657,6 +658,7 @@ class RuntimeManager:
                 keeper.resize(*old)  # the program kept its size: so does its screen
             raise _control_error(exc, execution_id, "resize") from None
         self.ingest.set_fields(execution_id, rows=rows, cols=cols)
+        self.ingest.add_size(execution_id, live.received_end, rows, cols)
 
 
 def _control_error(exc: GuardianError, execution_id: str, what: str) -> VigilError:

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import msgspec
 
-from . import keys
+from . import keys, timings
 from .records import ExecutionRecord
 from .tx import Tx
 
@@ -139,6 +139,7 @@ def _refresh_retained_start(tx: Tx, rec: ExecutionRecord) -> ExecutionRecord:
     else:
         start = rec.output_total_bytes
     gaps = [g for g in rec.gaps if g[1] > start]
+    timings.prune(tx, eid, start)
     return msgspec.structs.replace(rec, output_retained_start=start, gaps=gaps)
 
 

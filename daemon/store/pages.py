@@ -64,7 +64,7 @@ from .utf8 import safe_cut
 MIN_PAGE_BYTES = 4
 
 
-def _page_size(view: CatalogView, page_bytes: int | None) -> int:
+def page_size(view: CatalogView, page_bytes: int | None) -> int:
     s = view.store.settings
     if page_bytes is None:
         return s.read_page_bytes_default
@@ -75,7 +75,7 @@ def _page_size(view: CatalogView, page_bytes: int | None) -> int:
     return page_bytes
 
 
-def _record(view: CatalogView, scope: str, execution_id: str) -> ExecutionRecord:
+def scoped_record(view: CatalogView, scope: str, execution_id: str) -> ExecutionRecord:
     rec = view.get(scope, execution_id)
     if rec is None:
         raise ExecutionNotFound()
@@ -137,8 +137,8 @@ def read_output_page(
         with src.catalog() as view:
             return read_output_page(view, scope, execution_id, cursor, page_bytes, pending=pending)
     view = src
-    size = _page_size(view, page_bytes)
-    rec = _record(view, scope, execution_id)
+    size = page_size(view, page_bytes)
+    rec = scoped_record(view, scope, execution_id)
     start = 0 if cursor is None else _decode(view, scope, execution_id, "output", cursor).offset
     start = min(start, rec.output_total_bytes)
     # One byte beyond the page tells whether the stored bytes continue past it.
@@ -177,7 +177,7 @@ def read_output_tail(store: Store, scope: str, execution_id: str, max_bytes: int
     BashCommand Task that ended within its inline allowance); pages are for everything else.
     """
     with store.catalog() as view:
-        rec = _record(view, scope, execution_id)
+        rec = scoped_record(view, scope, execution_id)
         start = max(0, rec.output_total_bytes - max_bytes)
         first, data = read_stored(view.tx.txn, view.tx.dbs["output"], id_bytes(execution_id),
                                   start, max_bytes)
@@ -212,8 +212,8 @@ def read_screen_page(
             return read_screen_page(view, scope, execution_id, cursor, page_bytes,
                                     source=source, detection=detection)
     view = src
-    size = _page_size(view, page_bytes)
-    rec = _record(view, scope, execution_id)
+    size = page_size(view, page_bytes)
+    rec = scoped_record(view, scope, execution_id)
     screen = view.get_screen(scope, execution_id)
     raw = b"" if screen is None else screen.text.encode("utf-8")
     number = 0 if screen is None else screen.snapshot
@@ -260,8 +260,8 @@ def read_scrollback_page(
             return read_scrollback_page(view, scope, execution_id, cursor, page_bytes,
                                         pending=pending)
     view = src
-    size = _page_size(view, page_bytes)
-    rec = _record(view, scope, execution_id)
+    size = page_size(view, page_bytes)
+    rec = scoped_record(view, scope, execution_id)
     eid = id_bytes(execution_id)
     db = view.tx.dbs["scrollback"]
     head = scrollback_header(view.tx.txn, db, eid)

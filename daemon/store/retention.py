@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import msgspec
 
-from . import keys
+from . import keys, timings
 from .output import prune_output
 from .records import ExecutionRecord, scope_hash
 from .scrollback import delete_scrollback
@@ -41,6 +41,7 @@ def remove_record(tx: Tx, rec: ExecutionRecord) -> None:
     tx.add_usage(shash, records=-1, nbytes=-(rec.output_stored_bytes + rec.screen_bytes),
                  shell_pool=-1 if rec.in_shell_pool else 0)
     tx.delete_prefix("output", eid)
+    timings.remove(tx, eid)
     txn.delete(eid, db=dbs["screens"])
     delete_scrollback(tx, eid)
     txn.delete(eid, db=dbs["executions"])

@@ -31,7 +31,7 @@ import msgspec
 from vigil.protocol.errors import ErrorCode, VigilError
 from vigil.daemon.settings import DEFAULTS, Settings
 
-from . import keys
+from . import keys, timings
 from .env import LmdbEnv
 from .errors import ExecutionNotFound, InvalidArgument, StoreError
 from .output import append_output, prune_output, read_stored
@@ -67,6 +67,8 @@ class ExecutionUpdate(msgspec.Struct, kw_only=True, frozen=True):
       to the stored one is not a change.
     - `screen`: the current screen; stored (and numbered) only if it differs.
     - `scrollback`: new scrollback lines, applied in order (scrollback.py).
+    - `arrivals`: (offset, unix µs) marks dating `output` (timings.py), in stream order.
+    - `sizes`: (offset, unix µs, rows, cols): the terminal was resized at that offset.
     """
 
     execution_id: str
@@ -74,6 +76,8 @@ class ExecutionUpdate(msgspec.Struct, kw_only=True, frozen=True):
     fields: dict[str, Any] = {}
     screen: StoredScreen | None = None
     scrollback: list[ScrollbackUpdate] = []
+    arrivals: list[tuple[int, int]] = []
+    sizes: list[tuple[int, int, int, int]] = []
 
 
 class BatchResult(msgspec.Struct, kw_only=True, frozen=True):
@@ -384,6 +388,8 @@ class Store:
             if terminal:
                 tx.txn.put(keys.expiry_key(tx.now_ms, eid), b"", db=tx.dbs["expiry"])
             tx.add_change(new, "created")
+            if new.rows and new.cols:  # the size a recording starts with (timings.py)
+                timings.add_size(tx, eid, 0, new.started_unix_ms * 1000, new.rows, new.cols)
             enforce_record_count(tx, shash, new.in_shell_pool)
             return tx.get_record(eid) or new
 
@@ -492,6 +498,7 @@ class Store:
         if item.output:
             new, stored = append_output(tx, rec, item.output)
             if new.output_total_bytes != rec.output_total_bytes:
+                timings.add_arrivals(tx, eid, item.arrivals, rec.output_total_bytes)
                 tx.add_usage(shash, nbytes=stored)
                 new, freed = prune_output(tx, new, s.retention_output_bytes)
                 if freed:
@@ -501,6 +508,8 @@ class Store:
                 rec = msgspec.structs.replace(new, output_activity_seq=new.output_activity_seq + 1)
         for update in item.scrollback:
             put_scrollback(tx, rec.execution_id, update)  # its own db: no record change
+        for offset, at_unix_us, rows, cols in item.sizes:
+            timings.add_size(tx, eid, offset, at_unix_us, rows, cols)
         if item.screen is not None:
             rec, delta = self._put_screen(tx, rec, item.screen)
             if delta is not None:

@@ -1,10 +1,14 @@
-"""`screen`, `input`, `resize` and `attach`: an execution's terminal, directly (vigil's
-extensions beside the spec's tools; `attach` is what `vigil attach` and editor plugins use).
+"""`screen`, `input`, `resize`, `attach` and `recording`: an execution's terminal, directly
+(vigil's extensions beside the spec's tools; `attach` is what `vigil attach` and editor
+plugins use, `recording` what `vigil export` reads).
 """
 
 from __future__ import annotations
 
+from typing import Annotated
+
 import msgspec
+from msgspec import Meta
 
 from .execution import TerminalSize
 from .scope import Scoped
@@ -126,3 +130,68 @@ class AttachDropped(msgspec.Struct, tag_field="kind", tag="dropped", kw_only=Tru
 
 
 AttachEvent = AttachOutput | AttachRepaint | AttachExited | AttachDropped
+
+
+class RecordingParams(Scoped, kw_only=True):
+    """A page of an execution's recording (`vigil export`): its retained output from stream
+    `offset` with the time each part arrived, the terminal's size and its changes, and what
+    was not retained. Start at 0 and continue from `end_offset` while `has_more`."""
+
+    execution_id: str
+    offset: Annotated[int, Meta(ge=0)] = 0
+    #: Bytes of output at most in this page (default and largest: the daemon's
+    #: read_page_bytes_default and read_page_bytes_max).
+    page_bytes: int | None = None
+
+
+class RecordingOutput(msgspec.Struct, tag_field="kind", tag="output", kw_only=True):
+    """Bytes the program wrote from stream `offset`, exactly as written, that arrived at
+    `at_unix_us` (null: not recorded, an execution from before vigil kept arrival times)."""
+
+    offset: int
+    at_unix_us: int | None
+    data: bytes
+
+
+class RecordingGap(msgspec.Struct, tag_field="kind", tag="gap", kw_only=True):
+    """Output from `from_offset` to `to_offset` is not retained (pruned by retention, or
+    lost in the guardian's ring while no daemon read it)."""
+
+    from_offset: int
+    to_offset: int
+    at_unix_us: int | None
+
+
+class RecordingResize(msgspec.Struct, tag_field="kind", tag="resize", kw_only=True):
+    """From stream `offset` on, the terminal is `rows`×`cols` (resized at `at_unix_us`)."""
+
+    offset: int
+    at_unix_us: int
+    rows: int
+    cols: int
+
+
+RecordingEvent = RecordingOutput | RecordingGap | RecordingResize
+
+
+class RecordingResult(msgspec.Struct, kw_only=True):
+    """One page of a recording. `rows`/`cols` is the size in effect at `start_offset` (the
+    recording's size on the first page); `timed` is false when no byte of the page has an
+    arrival time (an older record: a player shows its output at once)."""
+
+    execution_id: str
+    command: str
+    started_unix_ms: int
+    ended_unix_ms: int | None
+    status: str
+    rows: int
+    cols: int
+    timed: bool
+    events: list[RecordingEvent]
+    start_offset: int
+    end_offset: int
+    #: Every byte the execution had produced when the page was read, retained or not: an
+    #: export of a running execution stops at the first page's value instead of chasing
+    #: output that keeps coming.
+    total_bytes: int
+    has_more: bool

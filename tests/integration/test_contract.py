@@ -121,6 +121,8 @@ def test_every_answer_validates_against_the_schema(recorder, home, workspace):
     r.call("input", execution_id=cat, text="hello", keys=["Enter"])
     r.call("resize", execution_id=cat, rows=30, cols=90)
     r.call("signal", execution_id=cat, signal="TERM")
+    page = r.call("recording", execution_id=done)
+    assert [e["kind"] for e in page["events"]] == ["output"] and page["has_more"] is False
 
     # The persistent shell, every action (the prompt one goes to the fake agent below).
     r.call("BashCommand", "command", action={"type": "command", "command": "echo hi"})

@@ -55,8 +55,10 @@ def responder(s: Session) -> str:
 
 def test_after_from_an_earlier_call_sees_changes_between_calls(session):
     s = session
-    eid = s.run(argv=python_child("print('bye')"))["execution_id"]
+    # The child exits only when told, after the cursor is taken: the exit is between the calls.
+    eid = s.run(argv=python_child("input(); print('bye')"))["execution_id"]
     cursor = s.list()["catalog_cursor"]
+    s.call("input", execution_id=eid, text="\n")
     s.wait_exit(eid)  # the exit happens between the two calls, seen by another means
     t0 = time.monotonic()
     data = wait(s, [eid], after=cursor, events=["exited"], timeout_seconds=10)

@@ -35,6 +35,7 @@ SAMPLES = {
     ("input", ""): {**SCOPED, "execution_id": EID, "text": "x"},
     ("resize", ""): {**SCOPED, "execution_id": EID, "rows": 10, "cols": 10},
     ("attach", ""): {**SCOPED, "execution_id": EID},
+    ("recording", ""): {**SCOPED, "execution_id": EID},
     ("follow", ""): {**SCOPED, "execution_id": EID},
     ("BashCommand", "command"): {**SCOPED, "action": {"type": "command", "command": "ls"}},
     ("BashCommand", "status_check"): {**SCOPED, "action": {"type": "status_check"}},
@@ -69,7 +70,7 @@ def spec_table(method: str, action: str, mode: str, profile: str, tools) -> bool
         return True
     if method == "Execution":
         return "Execution" in granted
-    if method in ("resolve", "screen", "attach", "follow", "transcript"):
+    if method in ("resolve", "screen", "attach", "recording", "follow", "transcript"):
         return bool(granted & {"Execution", "Agent"})
     if method == "Agent":
         if action == "prompt":  # trusted BashCommand authority and wcgw mode
