@@ -120,15 +120,20 @@ class Settings(WireLimits, kw_only=True, forbid_unknown_fields=True, frozen=True
 
     # --- screen (DESIGN: Output path and the screen) ----------------------------------------
     screen_cpu_budget: _f(0.01, 1, "share of one core the screen keeper may use") = 0.25
+    screen_quiet_cpu_budget: _f(0.01, 1, "share of one core a screen whose output has been idle for screen_idle_seconds may use to catch up and replay to exact, while it is the only screen with work (issue 17: exact within 1 s of quiet)") = 0.8
+    screen_idle_seconds: _f(0.001, 10, "output idle this long: the flood is over or paused, the screen catches up at screen_quiet_cpu_budget (ours: a flood's reads come every few ms)") = 0.02
     screen_quiet_exact_seconds: _f(0.01, 10, "after this much quiet the screen is exact") = 0.2
     # Figures: pyte parses 0.27-0.87 MiB/s (DESIGN.md); the keeper's own parser feeding a pyte
     # screen 1.8-5 MiB/s (tests/bench/bench_screen.py), so 100 ms of CPU is ~200-500 KiB.
     screen_slice_seconds: _f(0.001, 0.1, "longest one screen parse slice holds the trio thread (5 ms)") = 0.005
     screen_backlog_seconds: _f(0.01, 10, "CPU time of unparsed output before the screen fast-forwards") = 0.1
-    screen_pending_bytes: _r(64 * KiB, 256 * MiB, "raw output held for the screen; older bytes are skipped") = 4 * MiB
-    screen_replay_bytes: _r(0, 64 * MiB, "raw tail kept to re-render exactly after quiet (~0.1 s CPU at ~2 MiB/s)") = 256 * KiB
+    screen_pending_bytes: _r(64 * KiB, 256 * MiB, "raw output held for the screen; past it the oldest is skipped at once, on the ingest's time (ours: a buffer this size is copied in ~2-3 ms when it grows; the replay needs 1 MiB)") = 4 * MiB
+    screen_replay_bytes: _r(0, 64 * MiB, "raw tail kept to re-render exactly after quiet: a flood that redraws its cells within it ends exact; once output is idle, half of it is parsed rather than skipped (ours: a 200x50 TUI redraws every cell in ~0.4 MB, parsed in ~0.2-0.4 s)") = 1 * MiB
     screen_escape_max_bytes: _r(256, 16 * MiB, "longest OSC/DCS string kept whole; longer ones are dropped") = 64 * KiB
     screen_reply_bytes: _r(64, 1 * MiB, "terminal query answers buffered for the child (newer ones dropped, counted)") = 4 * KiB
+    screen_scrollback_lines: _r(0, 1_000_000, "rendered scrollback lines kept per execution, in the screen keeper and in the store (issue 17: 10,000)") = 10_000
+    screen_scrollback_persist_lines: _r(1, 1_000_000, "scrollback lines handed to the store at once; the rest go with the next handover (ours: rendering one costs up to ~10 us on the trio thread, so 256 stay within ~3 ms)") = 256
+    screen_scrollback_persist_seconds: _f(0.001, 60, "while output streams, scrollback lines are handed to the store at most this often (at quiet, on a read and at exit at once); ~2,500 lines/s persist, faster floods leave gaps (ours: 0.1 s keeps the rendering under ~3% of the trio thread)") = 0.1
 
     # --- recognizers ------------------------------------------------------------------------
     idle_debounce_confirmations: _r(1, 100, "observations before working→idle is reported") = 3

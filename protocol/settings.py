@@ -90,6 +90,7 @@ class WireLimits(msgspec.Struct, kw_only=True, forbid_unknown_fields=True, froze
     bash_wait_default_seconds: _f(0, 300, "wait_for_seconds when omitted") = 5.0
     bash_wait_max_seconds: _f(0, 3600, "largest wait_for_seconds accepted") = 300.0
     bash_text_max_bytes: _r(1, 1 << 20, "text accepted by one send_text/command") = 64 * KiB
+    screen_history_lines_max: _r(0, 1_000_000, "scrollback lines one `screen` call may ask for (issue 17: the 10,000 kept by default)") = 10_000
 
 
 #: Wait profiles whose omitted waits take `wait_timeout_default_long` (spec: "50 for

@@ -1,6 +1,7 @@
 import pytest
 
 from tests.support.daemon import VigilHome
+from tests.support.programs import check_programs
 
 
 @pytest.fixture
@@ -15,3 +16,7 @@ def home():
 @pytest.fixture
 def daemon(home):
     return home.start_daemon()
+
+
+def pytest_runtest_setup(item):
+    check_programs(item)

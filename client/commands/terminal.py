@@ -56,9 +56,16 @@ def restore_terminal(rows: int) -> bytes:
 def cmd_screen(args: argparse.Namespace) -> int:
     from .. import output
 
-    result = call_on(args, "screen", ansi=args.ansi)
-    output.emit(result, args.json,
-                lambda r: r.ansi if args.ansi and r.ansi is not None else r.text)
+    result = call_on(args, "screen", ansi=args.ansi, history=args.history)
+
+    def human(r) -> str:
+        # Scrollback first, oldest line at the top, then the screen: what scrolling back in
+        # a terminal shows. With --ansi the screen follows the lines (no repaint to clear them).
+        if args.ansi and r.ansi is not None:
+            return "".join(line + "\r\n" for line in r.scrollback_ansi or r.scrollback) + r.ansi
+        return "".join(line + "\n" for line in r.scrollback) + r.text
+
+    output.emit(result, args.json, human)
     return output.OK
 
 
@@ -125,6 +132,8 @@ def add_parsers(sub) -> None:
     p.add_argument("id", help=ID_HELP)
     p.add_argument("--ansi", action="store_true",
                    help="with colours and attributes (live executions only)")
+    p.add_argument("--history", type=int, default=0, metavar="N",
+                   help="also print the last N lines that scrolled off its top")
     json_flag(p)
     p.set_defaults(handler=cmd_screen)
 

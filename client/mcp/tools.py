@@ -64,11 +64,11 @@ SPECS = {
     "Execution": ToolSpec(
         "Execution", "Execution",
         "Read the history of accepted commands: action.type list, get, read (bounded pages of "
-        "output, screen or detection; continue with next_cursor), observe (1-32 executions in "
-        "one call), wait (changes after a catalog cursor, at most 30 s), explain (turn "
-        "recognition), events (the execution's log: what vigil did and saw, by level, paged "
-        "by offset), iterations (a persistent shell's commands). list takes state active or "
-        "history. Read-only.",
+        "output, screen, detection or scrollback — the lines that scrolled off the screen; "
+        "continue with next_cursor), observe (1-32 executions in one call), wait (changes "
+        "after a catalog cursor, at most 30 s), explain (turn recognition), events (the "
+        "execution's log: what vigil did and saw, by level, paged by offset), iterations (a "
+        "persistent shell's commands). list takes state active or history. Read-only.",
         read_only=True, destructive=False, open_world=False),
     "Agent": ToolSpec(
         "Agent", "Agent",

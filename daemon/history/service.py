@@ -43,6 +43,7 @@ from vigil.daemon.store import (
     parse_execution_id,
     read_output_page,
     read_screen_page,
+    read_scrollback_page,
 )
 from vigil.protocol.api.execution import (
     AgentLogView,
@@ -227,6 +228,8 @@ class ExecutionService:
         eid = rec.execution_id
         if source == "output":
             return read_output_page(view, scope, eid, cursor, size, pending=self._pending(rec))
+        if source == "scrollback":
+            return read_scrollback_page(view, scope, eid, cursor, size, pending=self._pending(rec))
         detection = self._detection(rec) if source == "detection" else None
         return read_screen_page(view, scope, eid, cursor, size, source=source, detection=detection)
 

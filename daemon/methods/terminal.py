@@ -35,28 +35,41 @@ from .execution import execution_id_param, scoped_record
 
 
 async def screen_of(store: Store, runtimes: RuntimeManager, scope: str, record, *,
-                    ansi: bool = False) -> ScreenResult:
-    """The screen of `record` as it is now (live), or as it was last kept (ended)."""
+                    ansi: bool = False, history: int = 0) -> ScreenResult:
+    """The screen of `record` as it is now (live, with up to `history` scrollback lines), or
+    as it was last kept (ended)."""
     eid = record.execution_id
     live = runtimes.live.get(eid)
     if live is not None and live.screen is not None:
         with phase("runtime_inspection"):
             snap = live.screen.snapshot()
-            colours = live.screen.keeper.ansi() if ansi else None
+            # With history the rows follow the scrollback, so no repaint (it would clear).
+            colours = live.screen.keeper.ansi(repaint=not history) if ansi else None
+            lines = live.screen.keeper.scrollback_tail(history)
         return ScreenResult(
             execution_id=eid, text=snap.text, rows=snap.rows, cols=snap.cols,
             cursor=snap.cursor, fidelity=snap.fidelity, title=snap.title, live=True,
-            revision=snap.revision, alt_screen=snap.alt_screen, ansi=colours)
+            revision=snap.revision, alt_screen=snap.alt_screen, ansi=colours,
+            scrollback=[line.text for line in lines.lines],
+            scrollback_ansi=[line.ansi or line.text for line in lines.lines] if ansi else None,
+            scrollback_fast_forwarded=[i for i, line in enumerate(lines.lines) if line.fast_forwarded],
+            scrollback_first=lines.first_number, scrollback_total=lines.total)
     with phase("catalog"):
-        stored = await trio.to_thread.run_sync(store.get_screen, scope, eid)
+        stored, (first, total, lines) = await trio.to_thread.run_sync(
+            store.get_screen_and_scrollback, scope, eid, history)
+    # An ended execution keeps its scrollback as plain text (store/scrollback.py).
+    kept = dict(scrollback=[text for text, _ in lines],
+                scrollback_ansi=[text for text, _ in lines] if ansi else None,
+                scrollback_fast_forwarded=[i for i, (_, ff) in enumerate(lines) if ff],
+                scrollback_first=first, scrollback_total=total)
     if stored is None:
         return ScreenResult(execution_id=eid, text="", rows=record.rows or 0,
                             cols=record.cols or 0, cursor=(0, 0), fidelity="exact",
-                            title="", live=False)
+                            title="", live=False, **kept)
     return ScreenResult(execution_id=eid, text=stored.text, rows=stored.rows,
                         cols=stored.cols, cursor=(stored.cursor_row, stored.cursor_col),
                         fidelity=stored.fidelity, title=stored.title or "", live=False,
-                        revision=stored.snapshot)
+                        revision=stored.snapshot, **kept)
 
 
 def install(dispatcher: Dispatcher, *, store: Store, runtimes: RuntimeManager,
@@ -67,8 +80,12 @@ def install(dispatcher: Dispatcher, *, store: Store, runtimes: RuntimeManager,
 
     @dispatcher.route("screen", authority=Need.OBSERVE)
     async def screen(ctx: CallContext, params: ScreenParams) -> ScreenResult:
+        if not 0 <= params.history <= settings.screen_history_lines_max:
+            raise invalid_request(f"history must be between 0 and {settings.screen_history_lines_max}, "
+                                  f"got {params.history}", "params.history")
         record = await scoped_record(store, ctx, params.execution_id)
-        return await screen_of(store, runtimes, ctx.scope, record, ansi=params.ansi)
+        return await screen_of(store, runtimes, ctx.scope, record, ansi=params.ansi,
+                               history=params.history)
 
     @dispatcher.route("input", authority=Need.INPUT)
     async def input_(ctx: CallContext, params: InputParams) -> InputResult:

@@ -46,6 +46,8 @@ class _Pending:
     output: list[tuple[int, bytes]] = field(default_factory=list)
     fields: dict[str, Any] = field(default_factory=dict)
     screen: Any = None
+    #: Scrollback updates in the order the runtime handed them (each continues the last).
+    scrollback: list[Any] = field(default_factory=list)
     bytes: int = 0
     #: (offset, unix µs): when output arrived, at most one mark per arrival step.
     arrivals: list[tuple[int, int]] = field(default_factory=list)
@@ -125,6 +127,10 @@ class Ingest:
     def set_screen(self, execution_id: str, snapshot: Any) -> None:
         self._slot(execution_id).screen = snapshot
 
+    def add_scrollback(self, execution_id: str, update: Any) -> None:
+        """New scrollback lines (a `ScrollbackUpdate`), committed in order with the rest."""
+        self._slot(execution_id).scrollback.append(update)
+
     def has_pending_output(self, execution_id: str) -> bool:
         """True while output of this execution was handed over and is not committed."""
         slot = self._pending.get(execution_id)
@@ -184,7 +190,8 @@ class Ingest:
         try:
             if items:
                 batch = [ExecutionUpdate(execution_id=eid, output=p.output, fields=p.fields,
-                                         screen=p.screen, arrivals=p.arrivals, sizes=p.sizes)
+                                         screen=p.screen, arrivals=p.arrivals, sizes=p.sizes,
+                                         scrollback=p.scrollback)
                          for eid, p in items.items()]
                 try:
                     result = await trio.to_thread.run_sync(self.store.commit_batch, batch)
@@ -233,6 +240,7 @@ class Ingest:
                 slot.sizes[:0] = old.sizes
                 slot.fields = {**old.fields, **slot.fields}
                 slot.screen = slot.screen or old.screen
+                slot.scrollback[:0] = old.scrollback
                 slot.bytes += old.bytes
             self._pending_bytes += old.bytes
 

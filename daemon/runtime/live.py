@@ -4,6 +4,8 @@ Never persisted: a restarted daemon rebuilds it by re-attaching (manager.py)."""
 
 from __future__ import annotations
 
+import secrets
+
 from collections import deque
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable
@@ -192,5 +194,14 @@ class Live:
     #: output offset it was handed with (None: not known then).
     screen_revision: int = -1
     screen_offset: int | None = None
+    #: The keeper's number of the next scrollback line to hand to ingest, and a name for
+    #: this keeper's numbering in the store (a new keeper after a restart counts from 0).
+    scrollback_sent: int = 0
+    #: The keeper was fed the output from its first byte, so its line numbers are the
+    #: execution's (not those of a screen restored mid-stream).
+    scrollback_from_start: bool = True
+    #: time.monotonic() of the last handover (they are spaced while output streams).
+    scrollback_handed_at: float = 0.0
+    scrollback_keeper: int = field(default_factory=lambda: secrets.randbits(62))
     done: trio.Event = field(default_factory=trio.Event)
     cancel: trio.CancelScope = field(default_factory=trio.CancelScope)

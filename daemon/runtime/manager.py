@@ -20,6 +20,7 @@ from __future__ import annotations
 import logging
 import os
 import signal as signal_mod
+import time
 from typing import Callable, Protocol
 
 import msgspec
@@ -38,6 +39,7 @@ from vigil.daemon.settings import Settings
 from vigil.daemon.store import (
     ExecutionRecord,
     RuntimeIdentity,
+    ScrollbackUpdate,
     Store,
     StoredScreen,
     new_execution_id,
@@ -329,7 +331,9 @@ class RuntimeManager:
         live.caught_up_to = welcome.ring_end
         live.received_end = stored_end
         live.screen_origin = replay_from - keeper.fed_bytes
-        live.screen = ScreenTask(keeper, s, lambda snap, quiet: self.screen_changed(live, snap))
+        live.scrollback_from_start = replay_from == 0
+        live.screen = ScreenTask(keeper, s,
+                                 lambda snap, quiet: self.screen_changed(live, snap, streaming=not quiet))
         live.recognition = self.recognitions(
             record.runtime.child_pid,
             lambda state: self.ingest.set_fields(eid, recognized_state=state),
@@ -444,8 +448,10 @@ class RuntimeManager:
         if keeper.resync():
             keeper.catch_up()
         self.screen_changed(live, keeper.snapshot())
+        # Every scrollback line, once: at most screen_scrollback_lines of them.
+        self._hand_scrollback(live, keeper, self.settings.screen_scrollback_lines)
 
-    def screen_changed(self, live: Live, snap: ScreenSnapshot) -> None:
+    def screen_changed(self, live: Live, snap: ScreenSnapshot, *, streaming: bool = False) -> None:
         """Persist the screen with the next ingest batch, and let the recognizer look at it.
         A revision already handed to ingest is not handed again (the keeper's quiet publish
         repeats the last one): that was a second store transaction per line of output —
@@ -461,8 +467,33 @@ class RuntimeManager:
             live.screen_offset = offset
             self.ingest.set_screen(live.record.execution_id,
                                    stored_screen(snap, self.store.clock(), offset))
+        # Scrollback lines: while output streams, at most once per
+        # screen_scrollback_persist_seconds; at quiet, on a read's refresh and at exit, at once.
+        now = time.monotonic()
+        if keeper is not None and (not streaming or now >= live.scrollback_handed_at
+                                   + self.settings.screen_scrollback_persist_seconds):
+            live.scrollback_handed_at = now
+            self._hand_scrollback(live, keeper, self.settings.screen_scrollback_persist_lines)
         if live.recognition is not None:
             live.recognition.observe(snap)
+
+    def _hand_scrollback(self, live: Live, keeper, most: int) -> None:
+        """Hand ingest up to `most` scrollback lines not handed yet (the `scrollback` read
+        source, store/scrollback.py): bounded, because rendering them holds the trio thread;
+        the rest go with the next handover. Lines the keeper dropped before their turn (more
+        than screen_scrollback_lines scrolled away between two) are a gap in the store."""
+        scrollback = keeper.scrollback
+        rewrite = scrollback.take_rewrite()
+        start = live.scrollback_sent if rewrite is None else min(live.scrollback_sent, rewrite)
+        start = max(start, scrollback.first)
+        if start >= scrollback.total and rewrite is None:
+            return
+        page = keeper.scrollback_lines(start, most)
+        self.ingest.add_scrollback(live.record.execution_id, ScrollbackUpdate(
+            keeper=live.scrollback_keeper, from_start=live.scrollback_from_start,
+            start=page.first_number, rewrite_from=rewrite,
+            lines=[(line.text, line.fast_forwarded) for line in page.lines]))
+        live.scrollback_sent = page.first_number + len(page.lines)
 
     async def _acknowledge(self, live: Live) -> None:
         """Tell the guardian what is durable, so its exit tail stays small and exact."""
@@ -655,12 +686,21 @@ class RuntimeManager:
 
     async def resize(self, execution_id: str, rows: int, cols: int) -> None:
         live = await self.connected(execution_id)
+        # The screen first, then the program: a program redraws as soon as it learns its new
+        # size (SIGWINCH), and those bytes must land on a screen of that size, as they do in
+        # a terminal. (Told the other way round, a curses program's redraw was drawn at the
+        # old size, and curses, believing the screen current, never sent it again.) Bytes
+        # written before the resize are parsed at the old size by `resize` itself.
+        keeper = live.screen.keeper if live.screen is not None else None
+        if keeper is not None:
+            old = keeper.size
+            keeper.resize(rows, cols)
         try:
             await live.link.resize(rows, cols)
         except GuardianError as exc:
+            if keeper is not None:
+                keeper.resize(*old)  # the program kept its size: so does its screen
             raise _control_error(exc, execution_id, "resize") from None
-        if live.screen is not None:
-            live.screen.keeper.resize(rows, cols)
         self.ingest.set_fields(execution_id, rows=rows, cols=cols)
         self.ingest.add_size(execution_id, live.received_end, rows, cols)
 

@@ -13,6 +13,13 @@ Where the parsing runs — the trio thread, in slices — and why:
 - The ingest path never waits: `feed()` is synchronous, O(bytes) with C-speed work only,
   and just sets an event. When parsing cannot keep up the keeper fast-forwards instead of
   growing a queue.
+- Once output has been idle for `screen_idle_seconds` (20 ms: a flood's reads come every
+  few ms), the share rises to `screen_quiet_cpu_budget` (80 %): there is no ingest of this
+  screen to starve, and catching up is what stands between the end of a flood and an
+  exact screen (issue 17: within 1 s). Only while it is the one screen with work: several
+  floods at once share `screen_cpu_budget` whatever their pauses look like (on a loaded
+  machine the daemon's own delays make every flood look idle, and five screens at 80 %
+  starved RPC: tests/reliability/test_load.py).
 
 Quiet: when no byte has arrived for `screen_quiet_exact_seconds` and the screen is up to
 date, the task asks the keeper to `resync()` (exact re-render from its checkpoint when it
@@ -40,7 +47,8 @@ class ScreenTask:
 
     Args:
         keeper: the keeper to drive (the task is its only user from now on).
-        settings: `screen_cpu_budget`, `screen_slice_seconds`, `screen_quiet_exact_seconds`.
+        settings: `screen_cpu_budget`, `screen_quiet_cpu_budget`, `screen_idle_seconds`,
+            `screen_slice_seconds`, `screen_quiet_exact_seconds`.
         on_snapshot: called (synchronously, in the trio thread) when the revision changes,
             at most once per slice, and once with quiet=True after output goes quiet. It must
             not block; exceptions from it propagate and end the task.
@@ -65,6 +73,11 @@ class ScreenTask:
         self._last_feed = -float("inf")
         self._quiet_reported = True
         self._resynced = False
+        #: Longest single step (one `process` slice and its publication), in seconds: how
+        #: long this screen ever held the trio thread (tests/bench/bench_screen.py), and the
+        #: CPU time of that thread in the longest step (the same, on a machine not shared).
+        self.longest_hold = 0.0
+        self.longest_hold_cpu = 0.0
 
     # --- called by the ingest path (never waits) ------------------------------------------------
 
@@ -101,7 +114,6 @@ class ScreenTask:
     async def run(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
         """Process until cancelled. Start it in the nursery that owns the execution."""
         settings = self._settings
-        share = settings.screen_cpu_budget
         slice_s = settings.screen_slice_seconds
         quiet_s = settings.screen_quiet_exact_seconds
         task_status.started()
@@ -111,14 +123,18 @@ class ScreenTask:
             try:
                 while more:
                     self._wake = trio.Event()
-                    t0 = time.perf_counter()
-                    more = self.keeper.process(slice_s)
+                    t0, c0 = time.perf_counter(), time.thread_time()
+                    more = self.keeper.process(slice_s, idle=self._idle())
                     spent = time.perf_counter() - t0
                     self._publish(quiet=False)
+                    self.longest_hold = max(self.longest_hold, time.perf_counter() - t0)
+                    self.longest_hold_cpu = max(self.longest_hold_cpu, time.thread_time() - c0)
                     # The budget is the daemon's, not each screen's: ten busy screens share
                     # `share` of a core between them, so the keepers together never starve
                     # ingest and RPC. After `spent` of work, rest spent·(1−s)/s, s = share/busy.
-                    mine = share / ScreenTask.busy
+                    # Once this screen's output has been quiet a while, catching up and the
+                    # replay to exact get the larger quiet share.
+                    mine = self._share() / ScreenTask.busy
                     rest = spent * (1 - mine) / mine
                     if rest > 0:
                         await trio.sleep(rest)
@@ -142,6 +158,29 @@ class ScreenTask:
                 self._publish(quiet=True)
             else:
                 await self._wake.wait()
+
+    def _idle(self) -> bool:
+        return trio.current_time() - self._last_feed >= self._settings.screen_idle_seconds
+
+    def _share(self) -> float:
+        settings = self._settings
+        if self._idle() and ScreenTask.busy == 1:
+            return settings.screen_quiet_cpu_budget
+        return settings.screen_cpu_budget
+
+    async def settle(self) -> ScreenSnapshot:
+        """Bring the screen fully up to date — parsed, and replayed to exact if it skipped —
+        in slices that let the rest of the daemon run between them; for an execution that
+        ended (the runtime's final screen). Returns the final snapshot."""
+        slice_s = self._settings.screen_slice_seconds
+        for replay in (False, True):
+            if replay and not self.keeper.resync():
+                break
+            while self.keeper.process(slice_s, idle=True):
+                self._publish(quiet=False)
+                await trio.lowlevel.checkpoint()
+        self._publish(quiet=False)
+        return self.keeper.snapshot()
 
     def _publish(self, *, quiet: bool) -> None:
         snap = self.keeper.snapshot()

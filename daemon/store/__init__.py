@@ -5,7 +5,8 @@ Synchronous; called from trio worker threads, one transaction per call.
 - `records`: persisted Structs (`ExecutionRecord`, `RuntimeIdentity`, `StoredScreen`) and ids.
 - `store`: `Store` (open, create/get/list/update, `commit_batch`, changes, recovery).
 - `cursor`: authenticated opaque cursors.
-- `pages`: bounded UTF-8-safe output and screen pages.
+- `pages`: bounded UTF-8-safe output, screen and scrollback pages.
+- `scrollback`: the rendered scrollback lines of each execution (`ScrollbackUpdate`).
 """
 
 from .cursor import (
@@ -18,7 +19,7 @@ from .cursor import (
     encode_cursor,
 )
 from .errors import CURSOR_MESSAGE, CursorError, ExecutionNotFound, InvalidArgument, StoreError
-from .pages import read_output_page, read_output_tail, read_screen_page
+from .pages import read_output_page, read_output_tail, read_screen_page, read_scrollback_page
 from .records import (
     RECORD_SCHEMA,
     ChangeEntry,
@@ -29,6 +30,7 @@ from .records import (
     parse_execution_id,
     scope_hash,
 )
+from .scrollback import ScrollbackUpdate
 from .store import BatchResult, CatalogView, Changes, ExecutionUpdate, Listing, Store, wall_clock_ms
 
 __all__ = [
@@ -48,6 +50,7 @@ __all__ = [
     "PAGE",
     "RECORD_SCHEMA",
     "RuntimeIdentity",
+    "ScrollbackUpdate",
     "StoredScreen",
     "Store",
     "StoreError",
@@ -60,6 +63,7 @@ __all__ = [
     "read_output_page",
     "read_output_tail",
     "read_screen_page",
+    "read_scrollback_page",
     "scope_hash",
     "wall_clock_ms",
 ]

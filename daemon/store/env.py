@@ -40,7 +40,7 @@ T = TypeVar("T")
 STORE_SCHEMA = 1
 MAGIC = b"vigil-store"
 
-#: Named databases. DESIGN.md's table, plus two indexes this module adds:
+#: Named databases. DESIGN.md's table, plus the indexes and tables added since:
 #:   scopes: scope hash -> ScopeUsage (records and retained bytes per scope, kept exact in
 #:           the txn that changes them, so retention never has to scan a scope to decide);
 #:   expiry: terminal_at_ms(u64) + execution id -> b"" (oldest terminal record first, so the
@@ -50,8 +50,10 @@ MAGIC = b"vigil-store"
 #:           created on open, and its records read as untimed);
 #:   events: execution id + seq(u64) -> one entry of the execution's log (events.py; added
 #:           after schema 1 the same way: created on open, read as empty when absent).
+#:   scrollback: execution id (header) and id + line number(u64) -> a rendered scrollback line
+#:           (scrollback.py; added the same way: created on open).
 DB_NAMES = (b"meta", b"executions", b"by_scope", b"output", b"screens", b"changes", b"receipts", b"scopes", b"expiry", b"threads",
-            b"timings", b"events")
+            b"timings", b"events", b"scrollback")
 
 #: errno values that mean "the disk (or the user's quota/file size limit) is full". EIO is
 #: among them because LMDB turns a short write (what a full disk gives) into EIO at commit.

@@ -31,6 +31,20 @@ Screen and detection pages
 cursor carries the snapshot number, and a cursor of an older snapshot gets
 `resync_required = True` with the first page of the current snapshot. The detection source
 pages the same snapshot (the recognizer evaluates the screen), with cursors of its own.
+
+Scrollback pages
+----------------
+`read_scrollback_page` pages the persisted scrollback (scrollback.py) in whole lines, each
+ending in a newline, oldest first, up to `page_bytes` of text (always at least one line: a
+line is one terminal row, at most a few KiB). Offsets are line numbers, counted from the
+first line the execution scrolled away; without a cursor the page starts at the oldest kept
+line. A cursor below the oldest kept line, or at a hole (lines dropped before they were
+persisted), gets the next kept line and a `gap` counted in lines (`bytes_skipped` is the
+number of lines). `snapshot` is the scrollback's epoch: when lines changed meaning (a clear,
+a replay, a resize that pulled rows back onto the screen) a cursor of an older epoch gets
+`resync_required` and the first page again. `fast_forwarded_lines` are the numbers of the
+lines in the page that the keeper rendered by its fast plain path (`fidelity` is then
+`fast_forwarded`). `has_more` is true while more lines are stored, or may come (running).
 """
 
 from __future__ import annotations
@@ -41,6 +55,8 @@ from . import cursor as cursors
 from .errors import ExecutionNotFound, InvalidArgument
 from .output import read_stored
 from .records import ExecutionRecord, id_bytes, parse_execution_id, scope_hash
+from .scrollback import header as scrollback_header
+from .scrollback import lines_from
 from .store import CatalogView, Store
 from .utf8 import safe_cut
 
@@ -222,4 +238,72 @@ def read_screen_page(
         end_offset=end,
         fidelity="" if screen is None else screen.fidelity,
         detection=detection,
+    )
+
+
+def read_scrollback_page(
+    src: Store | CatalogView,
+    scope: str,
+    execution_id: str,
+    cursor: str | None = None,
+    page_bytes: int | None = None,
+    *,
+    pending: bool = False,
+) -> Page:
+    """One page of the persisted scrollback (see the module docstring).
+
+    Raises: as `read_output_page` (the cursor must be a scrollback cursor).
+    """
+    parse_execution_id(execution_id)
+    if isinstance(src, Store):
+        with src.catalog() as view:
+            return read_scrollback_page(view, scope, execution_id, cursor, page_bytes,
+                                        pending=pending)
+    view = src
+    size = page_size(view, page_bytes)
+    rec = scoped_record(view, scope, execution_id)
+    eid = id_bytes(execution_id)
+    db = view.tx.dbs["scrollback"]
+    head = scrollback_header(view.tx.txn, db, eid)
+    epoch, first, total = (0, 0, 0) if head is None else (head.epoch, head.first, head.total)
+    start, resync = first, False
+    if cursor is not None:
+        fields = _decode(view, scope, execution_id, "scrollback", cursor)
+        if fields.snapshot == epoch:
+            start = min(fields.offset, total)
+        else:
+            resync = True
+    texts: list[str] = []
+    forwarded: list[int] = []
+    used = 0
+    begin = end = None
+    for number, text, ff in lines_from(view.tx.txn, db, eid, start):
+        if end is not None and number != end:
+            break  # a hole: the next page reports it as its gap
+        line = text + "\n"
+        cost = len(line.encode("utf-8", "surrogatepass"))
+        if texts and used + cost > size:
+            break
+        if begin is None:
+            begin = number
+        texts.append(line)
+        used += cost
+        if ff:
+            forwarded.append(number)
+        end = number + 1
+    if begin is None:  # nothing stored at or after `start`: everything up to the end is gone
+        begin = end = max(start, total)
+    gap = Gap(bytes_skipped=begin - start, from_offset=start, to_offset=begin) if begin > start else None
+    return Page(
+        source="scrollback",
+        text="".join(texts),
+        next_cursor=_page_cursor(view, rec, "scrollback", end, epoch),
+        has_more=end < total or rec.status == "running" or pending,
+        gap=gap,
+        resync_required=resync,
+        snapshot=epoch,
+        start_offset=begin,
+        end_offset=end,
+        fidelity="fast_forwarded" if forwarded else "exact",
+        fast_forwarded_lines=forwarded,
     )

@@ -28,6 +28,7 @@ import msgspec
 from . import keys, timings
 from .output import prune_output
 from .records import ExecutionRecord, scope_hash
+from .scrollback import delete_scrollback
 from .tx import Tx
 
 
@@ -42,6 +43,7 @@ def remove_record(tx: Tx, rec: ExecutionRecord) -> None:
     tx.delete_prefix("output", eid)
     timings.remove(tx, eid)
     txn.delete(eid, db=dbs["screens"])
+    delete_scrollback(tx, eid)
     txn.delete(eid, db=dbs["executions"])
     txn.delete(keys.by_scope_key(shash, rec.started_unix_ms, eid), db=dbs["by_scope"])
     if rec.terminal_at_unix_ms is not None:
@@ -52,8 +54,10 @@ def remove_record(tx: Tx, rec: ExecutionRecord) -> None:
 
 
 def strip_payload(tx: Tx, rec: ExecutionRecord) -> tuple[ExecutionRecord, int]:
-    """Drop all output and the screen of `rec` (metadata stays). Returns (record, bytes freed)."""
+    """Drop all output, the screen and the scrollback of `rec` (metadata stays). Returns
+    (record, bytes freed)."""
     rec, freed = prune_output(tx, rec, 0)
+    delete_scrollback(tx, bytes.fromhex(rec.execution_id))
     if rec.screen_bytes:
         tx.txn.delete(bytes.fromhex(rec.execution_id), db=tx.dbs["screens"])
         freed += rec.screen_bytes

@@ -49,6 +49,8 @@ from .records import (
     parse_execution_id,
     scope_hash,
 )
+from .scrollback import ScrollbackUpdate, put_scrollback
+from .scrollback import tail as scrollback_tail
 from .retention import enforce_record_count, enforce_scope_bytes, expire_due, expiry_due
 from .tx import Tx
 
@@ -65,6 +67,7 @@ class ExecutionUpdate(msgspec.Struct, kw_only=True, frozen=True):
     - `fields`: new values for updatable record fields (`records.UPDATABLE`); a value equal
       to the stored one is not a change.
     - `screen`: the current screen; stored (and numbered) only if it differs.
+    - `scrollback`: new scrollback lines, applied in order (scrollback.py).
     - `arrivals`: (offset, unix µs) marks dating `output` (timings.py), in stream order.
     - `sizes`: (offset, unix µs, rows, cols): the terminal was resized at that offset.
     """
@@ -73,6 +76,7 @@ class ExecutionUpdate(msgspec.Struct, kw_only=True, frozen=True):
     output: list[tuple[int, bytes]] = []
     fields: dict[str, Any] = {}
     screen: StoredScreen | None = None
+    scrollback: list[ScrollbackUpdate] = []
     arrivals: list[tuple[int, int]] = []
     sizes: list[tuple[int, int, int, int]] = []
 
@@ -179,6 +183,13 @@ class CatalogView:
             return None
         raw = self.tx.txn.get(id_bytes(execution_id), db=self.tx.dbs["screens"])
         return None if raw is None else decode_screen(raw)
+
+    def scrollback_tail(self, scope: str, execution_id: str, count: int
+                        ) -> tuple[int, int, list[tuple[str, bool]]]:
+        """The newest `count` persisted scrollback lines (scrollback.py `tail`)."""
+        if self.get(scope, execution_id) is None:
+            return 0, 0, []
+        return scrollback_tail(self.tx.txn, self.tx.dbs["scrollback"], id_bytes(execution_id), count)
 
     def latest_change_seq(self) -> int:
         return self.tx.latest_change_seq()
@@ -323,6 +334,12 @@ class Store:
         parse_execution_id(execution_id)
         with self.catalog() as view:
             return view.get_screen(scope, execution_id)
+
+    def get_screen_and_scrollback(self, scope: str, execution_id: str, count: int):
+        """The persisted screen and its newest `count` scrollback lines, in one read."""
+        parse_execution_id(execution_id)
+        with self.catalog() as view:
+            return view.get_screen(scope, execution_id), view.scrollback_tail(scope, execution_id, count)
 
     def changes_since(
         self, after: int, scope: str, execution_ids: Sequence[str] | None = None, limit: int | None = None
@@ -511,6 +528,8 @@ class Store:
                 grew = stored > freed
                 events.append(("output", None))
                 rec = msgspec.structs.replace(new, output_activity_seq=new.output_activity_seq + 1)
+        for update in item.scrollback:
+            put_scrollback(tx, rec.execution_id, update)  # its own db: no record change
         for offset, at_unix_us, rows, cols in item.sizes:
             timings.add_size(tx, eid, offset, at_unix_us, rows, cols)
         if item.screen is not None:

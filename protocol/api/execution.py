@@ -24,7 +24,9 @@ from .scope import Scoped
 TerminalSize = Annotated[int, Meta(ge=TERMINAL_SIZE_MIN, le=TERMINAL_SIZE_MAX)]
 
 Status = Literal["running", "exited", "unknown"]
-Source = Literal["output", "screen", "detection"]
+#: `scrollback` is a vigil extension: the rendered lines that scrolled off the top of the
+#: main screen (issue 17), paged by line numbers.
+Source = Literal["output", "screen", "detection", "scrollback"]
 WaitEvent = Literal["state", "output", "exited", "awaiting_input", "awaiting_approval", "busy",
                     "unknown"]
 RecognizedState = Literal["awaiting_input", "awaiting_approval", "busy", "exited", "unknown"]
@@ -325,6 +327,9 @@ class Page(msgspec.Struct, kw_only=True):
     Output pages are byte ranges of the output stream and may report a retention `gap`.
     Screen and detection pages are byte ranges of one snapshot's text (`snapshot`); a cursor
     of an older snapshot gets `resync_required` and the first page of the current one.
+    Scrollback pages (vigil extension) are ranges of line numbers, whole lines each ending
+    in a newline; `gap` counts lines, `snapshot` is the scrollback's epoch (a cursor of an
+    older one resyncs), `fast_forwarded_lines` the lines rendered by the fast plain path.
     """
 
     source: Source
@@ -341,6 +346,9 @@ class Page(msgspec.Struct, kw_only=True):
     fidelity: str | None = None
     #: Detection pages: what the recognizer concluded from this snapshot.
     detection: DetectionSummary | None = None
+    #: Scrollback pages: numbers of the lines in the page that the screen keeper rendered by
+    #: its fast plain path while it was behind (they may differ from what a terminal showed).
+    fast_forwarded_lines: list[int] | None = None
 
 
 class ReadData(msgspec.Struct, kw_only=True):

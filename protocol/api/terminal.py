@@ -16,10 +16,14 @@ from .scope import Scoped
 
 class ScreenParams(Scoped, kw_only=True):
     """The current screen of an execution (`vigil screen`); `ansi` adds colours and modes
-    (live executions only: an exited one keeps its text)."""
+    (live executions only: an exited one keeps its text). `history` also returns up to that
+    many scrollback lines — the rows that scrolled off the top of the main screen, newest
+    last — at most `screen_history_lines_max`; an ended execution's come from the store,
+    as plain text (the `scrollback` read source pages all of them)."""
 
     execution_id: str
     ansi: bool = False
+    history: int = 0
 
 
 class ScreenResult(msgspec.Struct, kw_only=True):
@@ -33,7 +37,20 @@ class ScreenResult(msgspec.Struct, kw_only=True):
     live: bool
     revision: int = 0
     alt_screen: bool = False
+    #: With `ansi`: a repaint (clear, each row placed, cursor and modes restored); with
+    #: `history` too, the rows one per CRLF without cursor motion, to follow the scrollback.
     ansi: str | None = None
+    #: Scrollback lines just above the screen, oldest first (up to `history` of them).
+    scrollback: list[str] = []
+    #: The same lines with SGR attributes, when `ansi` was asked.
+    scrollback_ansi: list[str] | None = None
+    #: Indexes into `scrollback` of lines the keeper rendered by its fast path while it was
+    #: behind: they may differ from what a terminal showed.
+    scrollback_fast_forwarded: list[int] = []
+    #: Absolute number of `scrollback[0]` (0 = the first line the execution scrolled away).
+    scrollback_first: int = 0
+    #: Lines scrolled away so far (kept or dropped); the next one gets this number.
+    scrollback_total: int = 0
 
 
 class InputParams(Scoped, kw_only=True):

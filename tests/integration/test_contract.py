@@ -112,7 +112,7 @@ def test_every_answer_validates_against_the_schema(recorder, home, workspace):
     r.call("resolve", prefix=cat[:8])
     r.execution({"type": "list"})
     r.execution({"type": "get", "execution_id": done})
-    for source in ("output", "screen", "detection"):
+    for source in ("output", "screen", "detection", "scrollback"):
         r.execution({"type": "read", "execution_id": done, "source": source})
     r.execution({"type": "observe", "items": [{"execution_id": done}, {"execution_id": "0" * 32}]})
     r.execution({"type": "wait", "execution_ids": [done], "timeout_seconds": 0})

@@ -87,8 +87,8 @@ class Screens:
     def __init__(self, session: Session):
         self.s = session
 
-    def get(self, execution_id: str, ansi: bool = False) -> dict:
-        return self.s.call("screen", execution_id=execution_id, ansi=ansi)
+    def get(self, execution_id: str, ansi: bool = False, history: int = 0) -> dict:
+        return self.s.call("screen", execution_id=execution_id, ansi=ansi, history=history)
 
     def wait(self, execution_id: str, rows: list[str] | None = None, *, text: str | None = None,
              until=None, timeout: float = SCREEN_TIMEOUT, **fields) -> dict:

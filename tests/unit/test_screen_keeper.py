@@ -89,7 +89,7 @@ def test_invalid_utf8_becomes_replacement_character():
         "\x1b[!p", "\x1b[2 q", "\x1b[?2026$p", "\x1b[0%m",  # intermediates
         "\x1bPzz\x1b\\", "\x1bP+q436f\x1b\\", "\x1b_Gf=100;AAAA\x1b\\", "\x1b^pm\x1b\\",
         "\x1b]52;c;aGVsbG8=\x07", "\x1b]8;;http://x\x1b\\", "\x1b]133;A\x07", "\x1b]11;?\x07",
-        "\x1b[5K", "\x1b[9J", "\x1b[0c", "\x1b[6n", "\x1b[22;0;0t", "\x1b[?3h", "\x1b%G",
+        "\x1b[5K", "\x1b[9J", "\x1b[0c", "\x1b[6n", "\x1b[22;0;0t", "\x1b%G",
         "\x1b[?4m", "\x1b[?1;2c", "\x9b", "\x1b\x1b[m",
     ],
 )
@@ -100,9 +100,11 @@ def test_unknown_sequences_leave_no_garbage(seq):
 @pytest.mark.parametrize(
     "seq,first",
     [
-        ("\x1b[99999999999999999999999999G", "x" + " " * 18 + "y"),  # clamped to the last column
+        ("\x1b[99999G", "x" + " " * 18 + "y"),  # clamped to the last column
+        ("\x1b[99999999999999999999999999G", "xy"),  # above INT_MAX: ignored (tmux)
         ("\x1b[?1049h\x1b[?1049h", " y"),  # alternate screen: cleared, cursor kept
-        ("\x1b#8", "Ey" + "E" * 18),  # DECALN fills; the cursor does not move
+        ("\x1b#8", "y" + "E" * 19),  # DECALN fills and homes the cursor (tmux)
+        ("\x1b[?3h", "y"),  # DECCOLM: no resize; tmux homes the cursor and clears
         ("\x1b(0lqk\x1b(B", "x┌─┐y"),  # DEC line drawing
         ("\x1b[1;3r\x1b[3;1H\n\n\x1b[1;1H", "y"),  # scroll region
     ],
@@ -213,6 +215,27 @@ def test_revision_advances_only_on_change():
     assert k.revision == r2 + 1
 
 
+def test_revisions_only_increase_across_resizes_replays_and_a_new_keeper():
+    """A keeper that continues a screen (daemon restart) starts above the revision it is
+    given; resizes, a skip and the replay that makes it exact again each advance it."""
+    k = ScreenKeeper(5, 20, revision=41)
+    seen = [k.snapshot().revision]
+    assert seen == [42]
+    k.resize(8, 30)
+    seen.append(k.snapshot().revision)
+    k.resize(5, 20)
+    seen.append(k.snapshot().revision)
+    flood(k, tui_frames(200, rows=5, cols=20))
+    drain(k, backlog=0.0001)
+    assert k.snapshot().fidelity == "fast_forwarded"
+    seen.append(k.snapshot().revision)
+    assert k.resync()
+    drain(k)
+    assert k.snapshot().fidelity == "exact"
+    seen.append(k.snapshot().revision)
+    assert seen == sorted(set(seen)), seen
+
+
 def test_ansi_repaint_places_cursor_last():
     k = keeper_with("\x1b[1;31mred\x1b[0m plain\r\n\x1b[38;5;196mx\x1b[48;2;1;2;3my\x1b[?25l", rows=3)
     out = k.ansi()
@@ -225,16 +248,18 @@ def test_ansi_repaint_places_cursor_last():
     )
 
 
-def test_resize():
+def test_resize_reflows_as_tmux():
+    """tmux 3.3, `printf 'one\r\ntwo\r\nthree'` in a 10x3 pane resized to 4x5: history
+    `one`, screen two/thre/e, cursor (2, 1) at the end of the reflowed line."""
     k = keeper_with("one\r\ntwo\r\nthree", rows=3, cols=10)
     k.resize(5, 4)
     drain(k)
     snap = k.snapshot()
-    assert (snap.rows, snap.cols, len(snap.lines)) == (5, 4, 5)
-    assert snap.lines[:3] == ["one", "two", "thre"]
+    assert (snap.rows, snap.cols, snap.lines, snap.cursor) == (5, 4, ["two", "thre", "e", "", ""], (2, 1))
+    assert [line.text for line in k.scrollback_tail(10).lines] == ["one"]
     k.resize(2, 4)
     snap = k.snapshot()
-    assert snap.rows == 2 and len(snap.lines) == 2
+    assert (snap.rows, snap.lines, snap.cursor) == (2, ["thre", "e"], (1, 1))
 
 
 # --- terminal queries ------------------------------------------------------------------------------
@@ -341,7 +366,9 @@ def test_blind_jump_then_resync_is_exact():
     assert k.resync() is False  # nothing to do when exact
 
 
-def test_without_checkpoint_fidelity_waits_for_next_safe_point():
+def test_replay_too_short_stays_fast_forwarded_until_next_safe_point():
+    """A 4 KiB replay covers a few frames; cells last written before it stay tainted, so
+    the screen stays fast_forwarded (never a guess) until the program clears."""
     data = tui_frames(300)
     k = ScreenKeeper(20, 60, Settings(screen_replay_bytes=4096))
     for i in range(0, len(data), 4096):
@@ -349,7 +376,9 @@ def test_without_checkpoint_fidelity_waits_for_next_safe_point():
         k.process(0.0005, backlog_seconds=0.001)
     drain(k, backlog=0.001)
     assert k.snapshot().fidelity == "fast_forwarded"
-    assert k.resync() is False
+    assert k.resync() is True
+    drain(k, backlog=0.001)
+    assert k.snapshot().fidelity == "fast_forwarded"
     k.feed(b"\x1b[H\x1b[2Jredrawn")
     drain(k)
     snap = k.snapshot()
@@ -387,6 +416,35 @@ def test_modes_carried_across_a_skip():
     assert "\x1b[0;1;32mline 6" in k.ansi(repaint=False)
 
 
+_CARRIED_OPS = [b"\x1b]2;t1\x07", b"\x1b]0;t2\x1b\\", b"\x1b[?2004h", b"\x1b[?2004l", b"\x1b[?25l",
+                b"\x1b[?25h", b"\x1b[4h", b"\x1b[4l", b"\x1b(0", b"\x1b(B", b"\x1b)0", b"\x1b)B",
+                b"\x0e", b"\x0f", b"\x1b[1;31m", b"\x1b[m", b"\x1b[0m", b"\x1b[42m", b"\x1b[7m",
+                b"\x1b[38;5;200m", b"\x1b[0;4m", b"\x1b[22m", b"\x1b[?1049h", b"\x1b[?1049l",
+                b"\x1b[?7l", b"\x1b[?7h"]
+
+
+@hsettings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(_CARRIED_OPS), st.integers(0, 3)), min_size=1, max_size=40))
+def test_a_skip_to_a_safe_point_carries_what_parsing_would_leave(ops):
+    """Modes, title, character sets and shift, attributes and the alternate screen, in any
+    order, then complete lines: skipped to the `lines` safe point, the screen (text and
+    attributes) equals the one parsed byte by byte."""
+    one = b"".join(op + b"text%d\r\n" % n for op, n in ops)
+    skipped = one * (4096 // len(one) + 1)  # past the smallest backlog (PARSE_CHUNK)
+    tail = b"".join(b"qx line %d lqk\r\n" % i for i in range(6)) + b"end"
+    data = skipped + tail
+    parsed = keeper_with(data, 5, 20)
+    k = ScreenKeeper(5, 20)
+    k.feed(data)
+    k.process(1.0, backlog_seconds=0.00001)
+    drain(k)
+    assert k.jumps == 1
+    want, got = parsed.snapshot(), k.snapshot()
+    assert got.fidelity == "exact"
+    assert msgspec.structs.replace(got, revision=0) == msgspec.structs.replace(want, revision=0)
+    assert k.ansi(repaint=False) == parsed.ansi(repaint=False)
+
+
 def test_pending_buffer_is_bounded():
     s = Settings(screen_pending_bytes=64 * 1024)
     k = ScreenKeeper(5, 20, s)
@@ -404,3 +462,164 @@ def test_pending_buffer_is_bounded():
 def test_snapshot_struct_is_msgspec():
     snap = keeper_with("hi").snapshot()
     assert msgspec.json.decode(msgspec.json.encode(snap))["lines"][0] == "hi"
+
+
+# --- escape-sequence rules (xterm's state machine as tmux 3.3 implements it; issue 10) ----------
+
+
+@pytest.mark.parametrize(
+    "data,first",
+    [
+        ("ab\x1b[2\x08Cx", "ab x"),  # BS inside CSI runs there; then CUF 2 (VT100, tmux)
+        ("ab\x1b[\x0d2Cx", "abx"),  # CR inside CSI
+        ("a\x1b[3\x18b", "ab"),  # CAN aborts the sequence
+        ("a\x1b[3\x1ab", "ab"),  # SUB too
+        ("a\x1b[3\x1b[Cb", "a b"),  # ESC aborts it and starts the next one
+        ("a\x1b[1\x7f;2Hb", "ab"),  # DEL is ignored inside (the CUP goes to row 1 col 2)
+        ("\x1b[0000000001;000000003Hx", "  x"),  # leading zeros are zeros
+        ("x\x1b[" + "1;" * 22 + "1Hy", "y"),  # 23 parameters: fine
+        ("x\x1b[" + "1;" * 23 + "1Hy", "xy"),  # 24: ignored whole (tmux)
+        ("x\x1b[" + "0" * 62 + "1Hy", "y"),  # 63 parameter characters: fine
+        ("x\x1b[" + "0" * 63 + "1Hy", "xy"),  # 64: ignored whole
+        ("x\x1b[2147483647Gy", "x" + " " * 18 + "y"),  # INT_MAX: clamped
+        ("x\x1b[2147483648Gy", "xy"),  # above: ignored
+        ("x\x1b[?1;2Hy", "xy"),  # private CUP does not exist
+        ("x\x1b[1?Hy", "xy"),  # a marker after a parameter: ignored
+        ("x\x1b[ 1Hy", "xy"),  # a parameter after an intermediate: ignored
+    ],
+)
+def test_control_sequence_rules(data, first):
+    assert lines(data)[0] == first
+
+
+def test_nel_is_carriage_return_and_line_feed():
+    assert lines("ab\x1bEcd")[:2] == ["ab", "cd"]
+
+
+@pytest.mark.parametrize(
+    "data,title,first",
+    [
+        ("\x1b]2;t\x07x", "t", "x"),  # BEL ends an OSC
+        ("\x1b]2;t\x1b\\x", "t", "x"),  # so does ST
+        ("\x1b]2;t\x18x", "", "x"),  # CAN aborts it (no title)
+        ("\x1b]2;t\x1ax", "", "x"),  # SUB too
+        ("\x1b]0;one\r\n\x1b]2;two\x07x", "two", "x"),  # ESC aborts it, the next one counts
+        ("\x1b]2;a\tb\x07x", "ab", "x"),  # controls inside a string are not part of it
+        ("\x1bPq#0;2;0;0;0#1!14~\x1b\\x", "", "x"),  # DCS (sixel) bodies are never drawn
+        ("\x1bXsos\x07x\x1b^pm\x18y\x1b_apc\x1b[31mz", "", "xyz"),  # SOS, PM, APC
+    ],
+)
+def test_string_rules(data, title, first):
+    k = keeper_with(data)
+    assert (k.title, k.snapshot().lines[0]) == (title, first)
+
+
+def test_string_longer_than_the_limit_is_consumed_and_ignored():
+    k = ScreenKeeper(3, 20, Settings(screen_escape_max_bytes=256))
+    k.feed(b"a\x1b]2;" + b"T" * 300 + b"\x07b\x1b]2;ok\x07")
+    drain(k)
+    assert (k.snapshot().lines[0], k.title) == ("ab", "ok")
+
+
+@pytest.mark.parametrize("piece", [1, 7, 100, 4096])
+def test_overlong_sequences_split_across_feeds_draw_nothing(piece):
+    data = (b"x\x1b[" + b"1;" * 10000 + b"Hy" + b"\x1b[" + b"1" * 100000 + b"mz"
+            + b"\x1b]0;" + b"t" * 200_000 + b"\x1b]2;t2\x07!")
+    k = ScreenKeeper(3, 20)
+    for i in range(0, len(data), piece):
+        k.feed(data[i:i + piece])
+        drain(k)
+    snap = k.snapshot()
+    assert (snap.lines[0], snap.title, snap.fidelity) == ("xyz!", "t2", "exact")
+
+
+# --- fidelity after skips (issue 10) -------------------------------------------------------------
+
+
+def flood(k: ScreenKeeper, data: bytes, piece: int = 4096) -> None:
+    """Feed `data` with a backlog so small that the keeper skips most of it."""
+    for i in range(0, len(data), piece):
+        k.feed(data[i:i + piece])
+        k.process(0.0005, backlog_seconds=0.0001)
+
+
+def test_clear_after_a_flood_carries_the_cursor():
+    """`clear` is `ESC [ H ESC [ 2 J ESC [ 3 J`: the skip to the clear keeps the home."""
+    k = ScreenKeeper(10, 40)
+    flood(k, b"".join(b"%d\r\n" % i for i in range(100000)) + b"\x1b[H\x1b[2J\x1b[3Jafter-clear\r\n")
+    drain(k, backlog=0.0001)
+    snap = k.snapshot()
+    assert k.jumps > 0
+    assert (snap.lines[0], snap.cursor, snap.fidelity) == ("after-clear", (1, 0), "exact")
+
+
+def test_a_clear_with_the_cursor_unknown_is_not_exact_until_the_cursor_is_placed():
+    """A clear without a home after a skip: the clear is exact, but text written at a cursor
+    the skipped bytes moved is not, until something places the cursor again."""
+    k = ScreenKeeper(10, 40)
+    body = b"".join(b"\x1b[%d;5Hcell %d" % (i % 10 + 1, i) for i in range(30000))
+    flood(k, body + b"\x1b[5;5H" + b"y" * 5000 + b"\x1b[2Jafter")
+    drain(k, backlog=0.0001)
+    assert k.snapshot().fidelity == "fast_forwarded"
+    k.feed(b"\x1b[3;1Hplaced")
+    drain(k)
+    snap = k.snapshot()
+    assert snap.fidelity == "fast_forwarded"  # `after` went to an unknown place
+    k.feed(b"\x1b[2J\x1b[Hfresh")
+    drain(k)
+    snap = k.snapshot()
+    assert (snap.lines[0], snap.fidelity) == ("fresh", "exact")
+
+
+def test_skipping_into_an_unterminated_string_draws_none_of_it():
+    k = ScreenKeeper(10, 60, Settings(screen_pending_bytes=256 * 1024))
+    data = b"\x1b]0;" + b"x" * 3_000_000 + b"\x1b]2;t2\x07visible\r\n"
+    for i in range(0, len(data), 65536):
+        k.feed(data[i:i + 65536])
+        if i % (1 << 20) == 0:
+            k.process(0.005)
+    drain(k, budget=0.005, backlog=0.01)
+    snap = k.snapshot()
+    assert k.skipped_bytes > 0
+    assert (snap.lines[:2], snap.title, snap.fidelity) == (["visible", ""], "t2", "exact")
+
+
+def _segment(kind: int, n: int) -> bytes:
+    """Output pieces whose order decides what each screen shows (see the property below)."""
+    if kind == 0:
+        return b"".join(b"line %d-%d\r\n" % (n, i) for i in range(n % 9 + 1))
+    if kind == 1:
+        return b"".join(b"\x1b[%d;%dH\x1b[3%dmcell%d" % (i % 6 + 1, (n + 3 * i) % 30 + 1, i % 8, n)
+                        for i in range(n % 40 + 1))
+    return (b"\x1b[?1049h", b"\x1b[?1049l", b"\x1b[H\x1b[2J", b"\x1b[2J", b"\x1b#8", b"\x1bc",
+            b"\x1b[2;5r", b"\x1b[r", b"\x1b[?47h", b"\x1b[?47l", b"\x1b7", b"\x1b8",
+            b"\x1b7\x1b[6;1H\x1b[7mstatus %d\x1b[m\x1b[K\x1b8" % n,  # a status line
+            b"\x1b7\x1b[1;5H\x1b[1;4m\x1b(0qqq\x1b8",  # attributes and charset restored
+            b"\x1b[%dm" % (31 + n % 7), b"\x1b[0m")[kind - 2]
+
+
+@hsettings(max_examples=120, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 17), st.integers(0, 200)), min_size=1, max_size=60),
+       st.integers(0, 2000))
+def test_exact_is_never_a_guess(segments, cut):
+    """Whatever the output and wherever the keeper is forced to skip (screen switches,
+    clears, resets, margins, DECALN, saved cursors and what a restore brings back, at any
+    place), a screen it calls exact equals the one parsed byte by byte, attributes included
+    — before and after the quiet replay."""
+    one = b"".join(_segment(kind, n) for kind, n in segments)
+    data = one * (24000 // len(one) + 2) + b"\x1b[1;1Hend"  # enough to be skipped
+    parsed = keeper_with(data, 6, 40)
+    want = parsed.snapshot()
+    k = ScreenKeeper(6, 40, Settings(screen_replay_bytes=8192))
+    k.feed(data[:cut])
+    drain(k)
+    flood(k, data[cut:], piece=4096)
+    drain(k, backlog=0.0001)
+    for replayed in (False, True):
+        if replayed and k.resync():
+            drain(k)
+        snap = k.snapshot()
+        if snap.fidelity == "exact":
+            assert (snap.lines, snap.cursor, snap.alt_screen) == (want.lines, want.cursor, want.alt_screen), \
+                f"exact but wrong (replayed={replayed})"
+            assert k.ansi(repaint=False) == parsed.ansi(repaint=False), f"attributes (replayed={replayed})"
