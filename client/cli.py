@@ -97,11 +97,12 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     cmd_exec.add_parsers(sub, _json_flag)
     from .commands import mcp as mcp_commands, report as report_commands
-    from .commands import transcript as transcript_commands
+    from .commands import trace as trace_commands, transcript as transcript_commands
 
     mcp_commands.add_parsers(sub)
     report_commands.add_parsers(sub)
     transcript_commands.add_parsers(sub)
+    trace_commands.add_parsers(sub)
 
     p = sub.add_parser("status", help="show the daemon's status (starts it if needed)")
     _json_flag(p)

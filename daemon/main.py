@@ -22,6 +22,10 @@ import trio
 import msgspec
 
 from vigil.daemon.agent.prompts import PromptService
+from vigil.daemon.archive.builder import ArchiveBuilder, CatalogWriter
+from vigil.daemon.archive.cleanup import run_cleanup
+from vigil.daemon.archive.files import ArchiveFiles
+from vigil.daemon.archive.service import TraceService
 from vigil.daemon.history.service import ExecutionService
 from vigil.daemon.methods import agent as agent_methods
 from vigil.daemon.methods import daemon_info, execution, scope, shell, terminal
@@ -97,13 +101,23 @@ async def serve(state: DaemonState, claim: rendezvous.Claim, ready_fd: int | Non
                               guardian_dir=paths.guardian_dir(), log_dir=str(state.state_dir))
     shells = ShellManager(scopes, store, runtimes, settings,
                           shell_dir=os.path.join(paths.guardian_dir(), "shells"))
-    transcripts = None
+    transcripts = traces = None
     if settings.transcripts_enabled:
+        if settings.archives_enabled:  # built from the transcript's events
+            archive_files = ArchiveFiles(state.state_dir / "archives")
+            writer = CatalogWriter(store, archive_files, settings)
+            builder = ArchiveBuilder(
+                archive_files, writer, settings, clock=store.clock,
+                records=lambda eid: live.record if (live := runtimes.live.get(eid)) else None)
+            builder.resume(store.uncommitted_archives())
+            traces = TraceService(store, archive_files, builder, writer, settings)
         transcripts = Recorder(TranscriptFiles(state.state_dir / "transcripts", settings),
-                               FanOut(settings.subscriber_buffer_events), settings)
+                               FanOut(settings.subscriber_buffer_events), settings,
+                               archives=traces.builder if traces else None)
     agent_logs = AgentLogs(transcripts, bus, settings) if transcripts else None
     executions = ExecutionService(store, runtimes, bus, registry, settings, agent_logs)
-    prompts = PromptService(store, runtimes, registry, settings, transcripts)
+    prompts = PromptService(store, runtimes, registry, settings, transcripts,
+                            traces.builder if traces else None)
     if transcripts is not None:
         bus.observe(TranscriptObserver(transcripts, agent_logs, runtimes))
 
@@ -119,7 +133,8 @@ async def serve(state: DaemonState, claim: rendezvous.Claim, ready_fd: int | Non
     terminal.install(dispatcher, store=store, runtimes=runtimes, settings=settings)
     shell.install(dispatcher, shells=shells, runtimes=runtimes, settings=settings, store=store,
                   service=executions, prompts=prompts)
-    agent_methods.install(dispatcher, service=executions, prompts=prompts, settings=settings)
+    agent_methods.install(dispatcher, service=executions, prompts=prompts, settings=settings,
+                          traces=traces)
     server = Server(state, dispatcher)
     with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
         async with trio.open_nursery() as nursery:
@@ -127,6 +142,9 @@ async def serve(state: DaemonState, claim: rendezvous.Claim, ready_fd: int | Non
             if transcripts is not None:
                 await nursery.start(agent_logs.run)
                 transcripts.files.prune(force=True)
+            if traces is not None:
+                await nursery.start(traces.writer.run)
+                await nursery.start(run_cleanup, store, traces.files, traces.builder, settings)
             await nursery.start(runtimes.run, shells)
             await nursery.start(server.serve, claim.listener)
             await nursery.start(keep_reachable, claim, server.adopt,

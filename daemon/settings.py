@@ -19,9 +19,26 @@ from typing import Annotated
 import msgspec
 from msgspec import Meta
 
+from vigil.protocol.api.trace import RedactionMode, RetentionClass
 from vigil.protocol.settings import KiB, MiB, WireLimits
 from vigil.protocol.settings import float_setting as _f
 from vigil.protocol.settings import int_setting as _r
+
+
+#: Archive retention in days: from about a second (tests, a scratch workspace) to ten years.
+_days = lambda doc: _f(0.00001, 3650, doc)  # noqa: E731
+
+
+class ArchiveWorkspace(msgspec.Struct, kw_only=True, forbid_unknown_fields=True, frozen=True):
+    """The archive policy of one workspace (`[[archive_workspaces]]` in config.toml): the
+    longest `root` that is the execution's workspace or one of its parents wins; a field
+    left out takes the global `archive_*` setting."""
+
+    root: str
+    retention_class: RetentionClass | None = None
+    redaction: RedactionMode | None = None
+    completed_days: Annotated[float, Meta(ge=0.00001, le=3650)] | None = None
+    failed_days: Annotated[float, Meta(ge=0.00001, le=3650)] | None = None
 
 
 class Settings(WireLimits, kw_only=True, forbid_unknown_fields=True, frozen=True):
@@ -208,6 +225,21 @@ class Settings(WireLimits, kw_only=True, forbid_unknown_fields=True, frozen=True
         "still examined (file times come from the kernel's coarse clock; the lines' own "
         "timestamps are then compared exactly) (ours: 2 s)"
     ) = 2.0
+
+    # --- turn archives (seeds/002) ----------------------------------------------------------
+    archives_enabled: Annotated[bool, Meta(description="archive every agent turn under `<state>/archives/` (needs transcripts_enabled; vigil: on)")] = True
+    archive_retention_class: Annotated[RetentionClass, Meta(description="retention class stamped on a new archive: `ephemeral` (the base TTL capped at archive_ephemeral_cap_seconds), `standard` (the base TTL) or `extended` (the base TTL × archive_extended_factor) (seeds/002: standard)")] = "standard"
+    archive_redaction: Annotated[RedactionMode, Meta(description="redaction applied when an archive is written: `strict` (names, statuses, sizes, no payload bytes), `balanced` (payloads cut to archive_balanced_payload_chars, sensitive argument keys and bearer tokens / private keys masked) or `diagnostic` (payloads up to archive_diagnostic_payload_chars, nothing masked) (seeds/002: balanced)")] = "balanced"
+    archive_completed_days: _days("base TTL of the archive of a turn that ended at the agent's input, in days from its end (ours: 7)") = 7.0
+    archive_failed_days: _days("base TTL of the archive of a failed turn (the agent's process ended, it was interrupted), in days (ours: 30: a failure deserves to outlive a success, seeds/002)") = 30.0
+    archive_workspaces: Annotated[list[ArchiveWorkspace], Meta(description="per-workspace archive policy: `[[archive_workspaces]]` tables with `root` and any of `retention_class`, `redaction`, `completed_days`, `failed_days` (the longest matching root wins; vigil: none)")] = []
+    archive_ephemeral_cap_seconds: _f(1, 365 * 86400, "the longest an `ephemeral` archive lives, whatever the base TTL (seeds/002: 1 h)") = 3600.0
+    archive_extended_factor: _f(1, 1000, "the base TTL multiplier of an `extended` archive (seeds/002: 12)") = 12.0
+    archive_balanced_payload_chars: _r(0, 16 * MiB, "longest payload (text, arguments' JSON, result) a `balanced` archive keeps; the rest is cut and marked (ours: 2,048)") = 2048
+    archive_diagnostic_payload_chars: _r(0, 64 * MiB, "longest payload a `diagnostic` archive keeps (ours: 64 KiB)") = 64 * KiB
+    archive_cleanup_interval_seconds: _f(0.05, 86400, "expired archives (their stamped expiry passed) are removed this often (ours: 60 s)") = 60.0
+    archive_commit_wait_seconds: _f(0, 30, "a prompt's answer waits at most this long, once the agent is back at its input, for its turn's archive to be committed, so the answer carries the final summary (ours: 1 s)") = 1.0
+    trace_payload_chars: _r(16, 1 << 20, "longest payload one get_trace answer shows, so one large result does not crowd out every other step (ours: 4,000)") = 4000
 
 
 def config_path() -> Path:

@@ -72,6 +72,12 @@ class WireLimits(msgspec.Struct, kw_only=True, forbid_unknown_fields=True, froze
     transcript_page_bytes_default: _r(1024, 64 * MiB, "transcript events per page, in bytes of their JSON lines (vigil: 256 KiB)") = 256 * KiB
     transcript_page_bytes_max: _r(1024, 64 * MiB, "largest transcript page a caller may ask for (vigil: 4 MiB)") = 4 * MiB
 
+    # --- turn archives (seeds/002) ----------------------------------------------------------
+    trace_render_chars_max: _r(
+        1000, 1 << 20, "characters of a get_trace answer's compact JSON, whatever the mode "
+        "(seeds/002: 24,000: a caller chooses a mode, never a response size)"
+    ) = 24000
+
     # --- threads (Initialize) ----------------------------------------------------------------
     thread_name_max_bytes: _r(
         1, 64 * KiB, "longest thread_name accepted, in UTF-8 bytes (ours: 256; 300 threads "

@@ -45,7 +45,12 @@ MAGIC = b"vigil-store"
 #:           the txn that changes them, so retention never has to scan a scope to decide);
 #:   expiry: terminal_at_ms(u64) + execution id -> b"" (oldest terminal record first, so the
 #:           lazy 24 h expiry costs one cursor.first() when nothing is due).
-DB_NAMES = (b"meta", b"executions", b"by_scope", b"output", b"screens", b"changes", b"receipts", b"scopes", b"expiry", b"threads")
+#: and the turn archives' catalog (archives.py): `archives` (scope hash + ref -> entry),
+#: `archive_expiry` (expires_ms + scope hash + ref -> b"", for the cleanup) and `turns`
+#: (scope hash + execution id + turn -> TurnRecord, removed with the execution). Adding a
+#: named db keeps the store schema: an older vigil opens the store and ignores them.
+DB_NAMES = (b"meta", b"executions", b"by_scope", b"output", b"screens", b"changes", b"receipts", b"scopes", b"expiry", b"threads",
+            b"archives", b"archive_expiry", b"turns")
 
 #: errno values that mean "the disk (or the user's quota/file size limit) is full". EIO is
 #: among them because LMDB turns a short write (what a full disk gives) into EIO at commit.

@@ -38,6 +38,7 @@ def remove_record(tx: Tx, rec: ExecutionRecord) -> None:
     if rec.terminal_at_unix_ms is not None:
         txn.delete(keys.expiry_key(rec.terminal_at_unix_ms, eid), db=dbs["expiry"])
     tx.delete_prefix("receipts", eid)
+    tx.delete_prefix("turns", shash + eid)  # the archives themselves live by their own expiry
     tx.add_usage(shash, records=-1, nbytes=-(rec.output_stored_bytes + rec.screen_bytes))
     tx.add_change(rec, "removed")
 
