@@ -98,13 +98,12 @@ def render(entry: ArchiveEntry, archive: ParsedArchive | None, requested: str | 
 def _measured(data: TraceData) -> TraceData:
     """`data` with `rendered_chars` set to the length of its own compact JSON."""
     chars = 0
-    for _ in range(3):  # the figure's own digits count: settles in two rounds
+    while True:  # the figure's own digits count: settles within a few rounds
         data = _replace(data, rendered_chars=chars)
         length = len(_JSON.encode(data).decode("utf-8"))
         if length == chars:
-            break
+            return data
         chars = length
-    return data
 
 
 def _fill(data: TraceData, archive: ParsedArchive, mode: str, from_seq: int, budget: int,
@@ -190,23 +189,45 @@ def _cap_prompt(prompt: TracePrompt, limit: int) -> TracePrompt:
 
 
 def _shrink(step: TraceStep, room: int) -> TraceStep | None:
-    """`step` with its payloads cut until its JSON takes at most `room` bytes, or None when
-    not even its structure fits."""
-    payloads = sum(_payload_count(b) for b in step.action) + len(step.results)
-    limit = max(1, room // max(1, payloads))
-    for _ in range(12):
-        item = _replace(step, action=[_cap_block(b, limit) for b in step.action],
-                        results=[_cap_result(r, limit) for r in step.results])
-        if len(_JSON.encode(item)) <= room:
+    """`step` with its longest payloads cut (the shorter ones kept whole while they fit)
+    until its JSON takes at most `room` bytes, or None when not even its structure fits."""
+    base = len(_JSON.encode(_limited(step, 0)))
+    if base > room:
+        return None
+    limit = _level([_payload_size(b) for b in step.action] + [
+        len(r.content) for r in step.results if r.content is not None], room - base)
+    for _ in range(8):
+        item = _limited(step, limit)
+        over = len(_JSON.encode(item)) - room
+        if over <= 0:
             return item
-        if limit == 0:
-            return None
-        limit //= 2
+        limit = max(0, limit - over)  # escapes made it longer than its characters
     return None
 
 
-def _payload_count(block: Any) -> int:
-    return 0 if isinstance(block, TraceToolUse) and block.input is None else 1
+def _limited(step: TraceStep, limit: int) -> TraceStep:
+    return _replace(step, action=[_cap_block(b, limit) for b in step.action],
+                    results=[_cap_result(r, limit) for r in step.results])
+
+
+def _level(sizes: list[int], room: int) -> int:
+    """The largest cut that keeps the sum of the payloads, each cut to it, within `room`."""
+    left = len(sizes)
+    for size in sorted(sizes):
+        share = room // left
+        if size > share:
+            return share
+        room -= size
+        left -= 1
+    return max(sizes, default=0)
+
+
+def _payload_size(block: Any) -> int:
+    if isinstance(block, TraceToolUse):
+        if block.input is None:
+            return 0
+        return len(block.input) if isinstance(block.input, str) else len(_JSON.encode(block.input))
+    return 0 if block.text is None else len(block.text)
 
 
 def _cut(step: TraceStep) -> bool:

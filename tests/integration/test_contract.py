@@ -73,7 +73,8 @@ class Recorder:
 
 @pytest.fixture
 def recorder(home, workspace):
-    home.start_daemon(extra_env=herdr_world(home, workspace))
+    home.start_daemon(extra_env={**herdr_world(home, workspace),
+                                 "CLAUDE_CONFIG_DIR": str(home.root / "claude")})
     s = Session(home, workspace)
     s.client.close()
     s.client = home.client(encoding="json")  # what a plugin in another language reads
@@ -154,8 +155,14 @@ def test_every_answer_validates_against_the_schema(recorder, home, workspace):
         r.agent(f"native/{action}", action=action, target=agent, **extra)
     r.agent("native/prompt", action="prompt", target=agent, prompt_id="p1", text="hello",
             recognizer="claude", timeout_seconds=1)
-    r.agent("native/wait_receipt", action="wait", target=agent, prompt_id="p1",
-            timeout_seconds=0)
+    receipt = r.agent("native/wait_receipt", action="wait", target=agent, prompt_id="p1",
+                      timeout_seconds=0)["data"]["receipt"]
+    wait_for(lambda: s.call("Agent", action="get", target=agent)["data"]["turn"]["state"]
+             == "committed", timeout=20, what="the turn's archive")
+    for mode in ("summary", "tool_calls", "detail", "unknown-mode"):
+        r.agent("native/get_trace", action="get_trace", archive_ref=receipt["archive_ref"],
+                mode=mode)
+    r.agent("native/get_trace", action="get_trace", trace_key=receipt["trace_key"])
     wait_for(lambda: s.get(agent)["recognized_state"] == "awaiting_input", timeout=20,
              what="the fake agent's prompt box again")
     r.call("BashCommand", "prompt", action={"type": "prompt", "text": "again",
