@@ -27,6 +27,11 @@ from vigil.protocol.errors import RemoteError
 DEFAULT_DETACH = b"\x1c"  # Ctrl-\
 
 
+def describe_key(key: bytes) -> str:
+    """A control byte as people write it: b'\\x1c' → 'Ctrl-\\'."""
+    return f"Ctrl-{chr(key[0] | 0x40)}" if len(key) == 1 and key[0] < 0x20 else repr(key)
+
+
 def parse_detach_key(spec: str) -> bytes:
     """'C-\\\\' / 'Ctrl-]' / '^]' → the control byte."""
     s = spec.strip()

@@ -25,7 +25,7 @@ from vigil.protocol.connection import ClientConnection, Event, Reply
 from vigil.protocol.errors import ErrorCode, RemoteError, RemoteProtocolError, VigilError, invalid_request
 from vigil.protocol.methods import lookup
 
-RECEIVE_BYTES = 65536
+RECEIVE_BYTES = 1 << 20
 
 
 class DaemonUnreachable(VigilError):
@@ -147,6 +147,12 @@ class Client:
         arrived (decoded as `type_`); replies are kept for `receive`. For select()-driven
         loops such as attach."""
         self._pump()
+        events = [self._conn.decode_result(e.params, type_) for e in self._events]
+        self._events.clear()
+        return events
+
+    def queued_events(self, type_: Any = Any) -> list[Any]:
+        """Pushed event params that already arrived (decoded as `type_`); never blocks."""
         events = [self._conn.decode_result(e.params, type_) for e in self._events]
         self._events.clear()
         return events

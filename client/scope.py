@@ -48,4 +48,15 @@ class Scope:
         return self.client.call_typed("Execution", self.params(action=action))
 
     def resolve(self, prefix: str) -> str:
-        return self.call("resolve", prefix=prefix).execution_id
+        """The execution id that `prefix` names in this workspace. Not found says where to
+        look: an id of another workspace, or one removed by retention, is not found."""
+        from vigil.protocol.errors import ErrorCode, RemoteError
+
+        try:
+            return self.call("resolve", prefix=prefix).execution_id
+        except RemoteError as exc:
+            if exc.code != ErrorCode.NOT_FOUND:
+                raise
+            raise RemoteError(exc.code, f"no execution {prefix!r} in {self.workspace_root} "
+                              "(`vigil ls --all` lists the ones kept: older ones are removed "
+                              "by retention, and each workspace has its own)", exc.data) from None

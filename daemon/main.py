@@ -26,6 +26,7 @@ from vigil.daemon.archive.builder import ArchiveBuilder, CatalogWriter
 from vigil.daemon.archive.cleanup import run_cleanup
 from vigil.daemon.archive.files import ArchiveFiles
 from vigil.daemon.archive.service import TraceService
+from vigil.daemon.history.follow import OutputStream
 from vigil.daemon.history.service import ExecutionService
 from vigil.daemon.methods import agent as agent_methods
 from vigil.daemon.methods import daemon_info, execution, scope, shell, terminal
@@ -129,7 +130,7 @@ async def serve(state: DaemonState, claim: rendezvous.Claim, ready_fd: int | Non
     transcript_methods.install(dispatcher, store=store, scopes=scopes, transcripts=transcripts,
                                settings=settings)
     execution.install(dispatcher, store=store, runtimes=runtimes, service=executions,
-                      settings=settings)
+                      outputs=OutputStream(store, runtimes, bus, settings), settings=settings)
     terminal.install(dispatcher, store=store, runtimes=runtimes, settings=settings)
     shell.install(dispatcher, shells=shells, runtimes=runtimes, settings=settings, store=store,
                   service=executions, prompts=prompts)

@@ -111,7 +111,11 @@ class Settings(WireLimits, kw_only=True, forbid_unknown_fields=True, frozen=True
     terminal_type: str = "xterm-256color"
 
     # --- store and retention (spec: "Retention and recovery") -------------------------------
-    retention_records_per_scope: _r(1, 1_000_000, "records kept per scoped session (spec: 128)") = 128
+    retention_records_per_scope: _r(1, 1_000_000, "records kept per scoped session, not counting the persistent shell and its commands (spec: 128)") = 128
+    retention_shell_commands_per_scope: _r(
+        1, 1_000_000, "persistent-shell records (the shell and its commands) kept per scoped "
+        "session, a pool of their own so they never push runs out (vigil, issue 12: the "
+        "spec's 128 again)") = 128
     retention_output_bytes: _r(4 * KiB, 1024 * MiB, "output kept per execution (spec: 1 MiB)") = 1 * MiB
     retention_screen_bytes: _r(1 * KiB, 16 * MiB, "screen text kept per execution (spec: 64 KiB)") = 64 * KiB
     retention_scope_bytes: _r(64 * KiB, 64 * 1024 * MiB, "output+screen per session (spec: 16 MiB)") = 16 * MiB
@@ -158,6 +162,17 @@ class Settings(WireLimits, kw_only=True, forbid_unknown_fields=True, frozen=True
     # --- persistent shell (BashCommand) -----------------------------------------------------
     canonical_line_max_bytes: _r(64, 65536, "kernel canonical-mode line limit (4,095 chars)") = 4095
     viewer_buffer_bytes: _r(4 * KiB, 256 * MiB, "output queued for one attached viewer before it is dropped") = 4 * MiB
+    follow_buffer_bytes: _r(
+        64 * KiB, 1024 * MiB, "output queued for one `follow` stream (run --wait, logs -f) whose "
+        "reader stalls; past it the oldest bytes become a reported gap (vigil: the guardian "
+        "ring's 4 MiB, so a stall costs what the ring would)") = 4 * MiB
+    follow_stall_seconds: _f(
+        0, 60, "how long a runtime waits for a `follow` reader whose buffer is full (its "
+        "guardian holding the child) before the reader counts as stalled and loses its oldest "
+        "bytes instead (vigil: 2 s, longer than a loaded machine keeps a process waiting)") = 2.0
+    follow_event_bytes: _r(
+        4 * KiB, 8 * MiB, "most output bytes in one `follow` event (vigil: 1 MiB, well under "
+        "the 16 MiB frame)") = 1 * MiB
     shell_start_wait_seconds: _f(0, 60, "input right after a command waits this long for bash to start it") = 2.0
     bash_output_max_bytes: _r(256, 1 << 20, "command output returned by BashCommand (its tail)") = 64 * KiB
 

@@ -7,15 +7,18 @@ one table, so the three cannot drift apart.
 Most methods have one result type. `Execution`, `Agent` and `BashCommand` answer with a
 different result per action: their entry lists every result by action (`results`), and
 `result_type(params)` picks the one a given request is answered with.
+
+The table is filled one method family at a time, when a method of that family is first
+looked up (`lookup` imports `protocol/api/<family>.py` then): `vigil ls` imports the
+execution family, not the agent's. `all_methods()` and `events()` load every family.
 """
 
 from __future__ import annotations
 
+import importlib
 from typing import Any, Callable
 
 import msgspec
-
-from .api import agent, daemon, execution, scope, shell, terminal, transcript
 
 
 class Method(msgspec.Struct, frozen=True):
@@ -54,56 +57,119 @@ def register(name: str, params: Any, result: Any, summary: str, *,
 
 
 def lookup(name: str) -> Method | None:
+    """The method `name`, its family's module imported on first use (a CLI command pays
+    for the families it calls, not for all of them)."""
+    family = FAMILY.get(name)
+    if family is not None:
+        _load(family)
     return _REGISTRY.get(name)
 
 
 def all_methods() -> list[Method]:
+    for family in _FAMILIES:
+        _load(family)
     return sorted(_REGISTRY.values(), key=lambda m: m.name)
 
 
-def _execution_action(params: execution.ExecutionParams | shell.BashCommandParams) -> str:
-    return type(params.action).__struct_config__.tag
+def events() -> dict[str, Any]:
+    """Event types the daemon pushes, by the method whose call streams them."""
+    all_methods()
+    return EVENTS
 
 
-def _agent_action(params: agent.AgentParams) -> str:
-    return "/".join(agent.result_key(params))
+#: Events the daemon pushes, by the method whose call streams them (complete once every
+#: family is loaded: use `events()`).
+EVENTS: dict[str, Any] = {}
+
+# --- the table, one family (protocol/api/<family>.py) at a time -------------------------------
 
 
-register("hello", daemon.HelloParams, daemon.HelloResult,
-         "Handshake: must be the first frame; negotiates protocol and encoding.")
-register("ping", daemon.PingParams, daemon.PingResult, "Liveness check.")
-register("status", daemon.StatusParams, daemon.StatusResult,
-         "Daemon version, pid, epoch, socket, state dir, uptime, load and store health.")
-register("Initialize", scope.InitializeParams, scope.InitializeResult,
-         "Open or resume a thread scoped to a canonical workspace.")
-register("run", execution.RunParams, execution.RunResult,
-         "Start a standalone execution under its own PTY guardian.")
-register("Execution", execution.ExecutionParams, None,
-         "Read execution history: list, get, read, observe, wait, explain.",
-         results=execution.RESULTS, select=_execution_action)
-register("signal", execution.SignalParams, execution.SignalResult,
-         "Send a signal to an execution's process group.")
-register("resolve", execution.ResolveParams, execution.ResolveResult,
-         "Expand a unique prefix of an execution id.")
-register("screen", terminal.ScreenParams, terminal.ScreenResult,
-         "The current screen of an execution (text, or with colours).")
-register("BashCommand", shell.BashCommandParams, None,
-         "Run a command in the thread's persistent shell (or as a Task), check it, send it "
-         "input, show its screen, inspect it, wait for its turn, or prompt it.",
-         results=shell.RESULTS, select=_execution_action)
-register("input", terminal.InputParams, terminal.InputResult,
-         "Send text, named keys or bytes to an execution's terminal.")
-register("resize", terminal.ResizeParams, terminal.ResizeResult,
-         "Resize an execution's terminal.")
-register("attach", terminal.AttachParams, terminal.AttachResult,
-         "Watch an execution live: repaint, then output events until it exits.")
-register("Agent", agent.AgentParams, None,
-         "Observe agent executions and submit native prompts once, with receipts.",
-         results={"/".join(key): value for key, value in agent.RESULTS.items()},
-         select=_agent_action)
-register("transcript", transcript.TranscriptParams, transcript.TranscriptResult,
-         "Read a run's exchange transcript (a thread or an execution), and follow it live.")
+def _daemon(daemon) -> None:
+    register("hello", daemon.HelloParams, daemon.HelloResult,
+             "Handshake: must be the first frame; negotiates protocol and encoding.")
+    register("ping", daemon.PingParams, daemon.PingResult, "Liveness check.")
+    register("status", daemon.StatusParams, daemon.StatusResult,
+             "Daemon version, pid, epoch, socket, state dir, uptime, load and store health.")
 
-#: Events the daemon pushes, by the method whose call streams them.
-EVENTS: dict[str, Any] = {"attach": terminal.AttachEvent,
-                          "transcript": transcript.TranscriptStreamEvent}
+
+def _scope(scope) -> None:
+    register("Initialize", scope.InitializeParams, scope.InitializeResult,
+             "Open or resume a thread scoped to a canonical workspace.")
+
+
+def _execution(execution) -> None:
+    def action(params: execution.ExecutionParams) -> str:
+        return type(params.action).__struct_config__.tag
+
+    register("run", execution.RunParams, execution.RunResult,
+             "Start a standalone execution under its own PTY guardian (with `follow`: and "
+             "stream its output).")
+    register("Execution", execution.ExecutionParams, None,
+             "Read execution history: list, get, read, observe, wait, explain.",
+             results=execution.RESULTS, select=action)
+    register("follow", execution.FollowParams, execution.FollowResult,
+             "Stream an execution's output from an offset, live, until it ended: gaps explicit.")
+    register("signal", execution.SignalParams, execution.SignalResult,
+             "Send a signal to an execution's process group.")
+    register("resolve", execution.ResolveParams, execution.ResolveResult,
+             "Expand a unique prefix of an execution id.")
+    EVENTS["follow"] = EVENTS["run"] = execution.FollowEvent
+
+
+def _terminal(terminal) -> None:
+    register("screen", terminal.ScreenParams, terminal.ScreenResult,
+             "The current screen of an execution (text, or with colours).")
+    register("input", terminal.InputParams, terminal.InputResult,
+             "Send text, named keys or bytes to an execution's terminal.")
+    register("resize", terminal.ResizeParams, terminal.ResizeResult,
+             "Resize an execution's terminal.")
+    register("attach", terminal.AttachParams, terminal.AttachResult,
+             "Watch an execution live: repaint, then output events until it exits.")
+    EVENTS["attach"] = terminal.AttachEvent
+
+
+def _shell(shell) -> None:
+    def action(params: shell.BashCommandParams) -> str:
+        return type(params.action).__struct_config__.tag
+
+    register("BashCommand", shell.BashCommandParams, None,
+             "Run a command in the thread's persistent shell (or as a Task), check it, send it "
+             "input, show its screen, inspect it, wait for its turn, or prompt it.",
+             results=shell.RESULTS, select=action)
+
+
+def _agent(agent) -> None:
+    def action(params: agent.AgentParams) -> str:
+        return "/".join(agent.result_key(params))
+
+    register("Agent", agent.AgentParams, None,
+             "Observe agent executions and submit native prompts once, with receipts.",
+             results={"/".join(key): value for key, value in agent.RESULTS.items()},
+             select=action)
+
+
+def _transcript(transcript) -> None:
+    register("transcript", transcript.TranscriptParams, transcript.TranscriptResult,
+             "Read a run's exchange transcript (a thread or an execution), and follow it live.")
+    EVENTS["transcript"] = transcript.TranscriptStreamEvent
+
+
+#: Each family's registrations, by its module name under `vigil.protocol.api`.
+_FAMILIES: dict[str, Callable[[Any], None]] = {
+    "daemon": _daemon, "scope": _scope, "execution": _execution, "terminal": _terminal,
+    "shell": _shell, "agent": _agent, "transcript": _transcript,
+}
+#: Method → family. A test checks it against the families' registrations.
+FAMILY = {
+    "hello": "daemon", "ping": "daemon", "status": "daemon", "Initialize": "scope",
+    "run": "execution", "Execution": "execution", "follow": "execution", "signal": "execution",
+    "resolve": "execution", "screen": "terminal", "input": "terminal", "resize": "terminal",
+    "attach": "terminal", "BashCommand": "shell", "Agent": "agent", "transcript": "transcript",
+}
+_LOADED: set[str] = set()
+
+
+def _load(family: str) -> None:
+    if family not in _LOADED:
+        _LOADED.add(family)
+        _FAMILIES[family](importlib.import_module(f".api.{family}", __package__))

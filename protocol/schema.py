@@ -13,7 +13,7 @@ import msgspec
 
 from . import envelope
 from .errors import ErrorCode
-from .methods import EVENTS, all_methods
+from .methods import all_methods, events
 from .version import PROTOCOL_MAX, PROTOCOL_MIN, VERSION
 
 REF_TEMPLATE = "#/$defs/{name}"
@@ -21,6 +21,7 @@ REF_TEMPLATE = "#/$defs/{name}"
 
 def export_schema() -> dict[str, Any]:
     methods = all_methods()
+    EVENTS = events()
     types: list[Any] = [envelope.ErrorBody]
     for method in methods:
         types.append(method.params)

@@ -10,6 +10,7 @@ from vigil.protocol.api.scope import PROFILE_TOOLS
 from vigil.protocol.errors import ErrorCode, VigilError
 
 from .. import output
+from .common import json_flag
 
 TOOL_NAMES = ("BashCommand", "Execution", "Agent")
 
@@ -60,8 +61,10 @@ def _guard(fn):
 
         try:
             return fn(args)
-        except (TokenError, PrivateDirError) as exc:
-            raise VigilError(ErrorCode.INVALID_REQUEST, str(exc)) from None
+        except TokenError as exc:
+            raise VigilError(exc.code, str(exc)) from None
+        except PrivateDirError as exc:
+            raise VigilError(ErrorCode.FORBIDDEN, str(exc)) from None
     return run
 
 
@@ -116,13 +119,13 @@ def add_parsers(sub) -> None:
     p = sub.add_parser("token", help="bearer tokens of `vigil mcp --http`")
     tsub = p.add_subparsers(dest="token_command", metavar="ACTION", required=True)
     q = tsub.add_parser("create", help="create a token NAME (principal http:NAME); printed once")
-    q.add_argument("name")
-    q.add_argument("--json", action="store_true", default=argparse.SUPPRESS)
+    q.add_argument("name", help="the token's name; its principal is http:NAME")
+    json_flag(q)
     q.set_defaults(handler=cmd_token_create)
     q = tsub.add_parser("list", help="list token names (never the tokens)")
-    q.add_argument("--json", action="store_true", default=argparse.SUPPRESS)
+    json_flag(q)
     q.set_defaults(handler=cmd_token_list)
     q = tsub.add_parser("revoke", help="revoke token NAME (effective at the next request)")
-    q.add_argument("name")
-    q.add_argument("--json", action="store_true", default=argparse.SUPPRESS)
+    q.add_argument("name", help="the name given at `vigil token create`")
+    json_flag(q)
     q.set_defaults(handler=cmd_token_revoke)

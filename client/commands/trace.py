@@ -11,18 +11,19 @@ prefix): its latest turn. A 32-hex REF that names no archive is tried as an exec
 from __future__ import annotations
 
 import argparse
-import datetime as dt
-import json
-
-from vigil.protocol.api.trace import TRACE_MODES, TraceToolUse, parse_archive_ref
-from vigil.protocol.errors import ErrorCode, RemoteError, VigilError
 
 from .. import output
 
 _LINE = 160
 
+#: `vigil.protocol.api.trace.TRACE_MODES`, spelled out so that building the CLI's parsers
+#: imports no protocol module (a test checks the two agree).
+MODES = ("summary", "tool_calls", "detail")
+
 
 def _when(unix_ms: int) -> str:
+    import datetime as dt
+
     return dt.datetime.fromtimestamp(unix_ms / 1000, dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
 
 
@@ -34,6 +35,10 @@ def _short(text: str | None, size: int) -> str:
 
 
 def render(d) -> str:
+    import json
+
+    from vigil.protocol.api.trace import TraceToolUse
+
     s = d.summary
     head = (f"archive {d.archive_ref} (turn {d.turn} of {d.execution_id}), {d.state}"
             + (f", {s.status}" if s.status else "") + (" [failed]" if s.failed else ""))
@@ -67,6 +72,9 @@ def render(d) -> str:
 
 
 def cmd_trace(args: argparse.Namespace) -> int:
+    from vigil.protocol.api.trace import parse_archive_ref
+    from vigil.protocol.errors import ErrorCode, RemoteError, VigilError
+
     from ..autostart import connect
     from ..scope import Scope
 
@@ -98,7 +106,7 @@ def cmd_trace(args: argparse.Namespace) -> int:
 def add_parsers(sub) -> None:
     p = sub.add_parser("trace", help="show an agent turn's archive (summary, tool calls, detail)")
     p.add_argument("ref", help="archive ref, EXECUTION:TURN, or an execution (its latest turn)")
-    p.add_argument("--mode", choices=TRACE_MODES, default="summary",
+    p.add_argument("--mode", choices=MODES, default="summary",
                    help="summary (default): counts and tools; tool_calls: each step's calls and "
                         "statuses; detail: everything the archive's redaction kept")
     p.add_argument("--from", dest="from_seq", type=int, default=None, metavar="SEQ",

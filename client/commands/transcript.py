@@ -7,7 +7,6 @@ shown with their type, never skipped."""
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 
 from vigil.protocol.errors import ErrorCode, RemoteError
@@ -18,6 +17,8 @@ _TEXT_MAX = 200
 
 
 def _summary(event) -> str:
+    import json
+
     p = event.payload if isinstance(event.payload, dict) else {}
     t = event.type
     blocks = p.get("blocks") or []
@@ -72,6 +73,8 @@ def _pages(scope, run_id: str):
 
 
 def _print(event, args, indent: int) -> None:
+    import json
+
     if args.json:
         sys.stdout.write(json.dumps(_plain(event), separators=(",", ":")) + "\n")
     else:

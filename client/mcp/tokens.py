@@ -31,7 +31,12 @@ PREFIX = "vigil_"
 
 
 class TokenError(ValueError):
-    """A bad name, a duplicate, or an unknown token name; the message says which."""
+    """A bad name, a duplicate, or an unknown token name; the message says which, and
+    `code` how the CLI answers it (a bad name is bad usage: exit 2; the others exit 1)."""
+
+    def __init__(self, message: str, code: str = "invalid_request"):
+        super().__init__(message)
+        self.code = code
 
 
 @dataclass(frozen=True)
@@ -78,7 +83,7 @@ class TokenStore:
                              f"letter or digit, not {name!r}")
         entries = self.entries()
         if any(e.name == name for e in entries):
-            raise TokenError(f"a token named {name!r} exists; revoke it first")
+            raise TokenError(f"a token named {name!r} exists; revoke it first", "conflict")
         token = PREFIX + secrets.token_urlsafe(32)
         self._write(entries + [TokenEntry(name, digest(token), time.time_ns() // 1_000_000)])
         return token
@@ -86,7 +91,7 @@ class TokenStore:
     def revoke(self, name: str) -> None:
         entries = self.entries()
         if not any(e.name == name for e in entries):
-            raise TokenError(f"no token named {name!r}")
+            raise TokenError(f"no token named {name!r}", "not_found")
         self._write([e for e in entries if e.name != name])
 
     def verify(self, token: str) -> TokenEntry | None:

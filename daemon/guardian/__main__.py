@@ -92,7 +92,8 @@ def main(args: list[str] | None = None) -> int:
     try:
         identity = guardian.start()
     except GuardianSetupError as exc:
-        _report(ready_fd, wire.LaunchFailed(code=exc.code, message=exc.message))
+        _report(ready_fd, wire.LaunchFailed(code=exc.code, message=exc.message,
+                                            exit_code=exc.exit_code))
         return 1
     except OSError as exc:
         _report(ready_fd, wire.LaunchFailed(code="internal", message=f"guardian setup: {exc}"))

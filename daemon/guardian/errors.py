@@ -35,4 +35,11 @@ class GuardianProtocolError(GuardianError):
 
 
 class GuardianLaunchError(GuardianError):
-    """A guardian could not be started; the message says which step failed and why."""
+    """A guardian could not be started; the message says which step failed and why.
+    `exit_code` is set when the guardian ran but the command could not be started (127 not
+    found, 126 not executable): a definite outcome of the command, not a daemon failure."""
+
+    def __init__(self, code, message: str, data: dict | None = None, *,
+                 exit_code: int | None = None):
+        super().__init__(code, message, data)
+        self.exit_code = exit_code

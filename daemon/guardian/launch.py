@@ -197,5 +197,5 @@ def launch_guardian(
     if result is None:
         raise GuardianLaunchError(ErrorCode.INTERNAL, "the guardian exited without reporting readiness")
     if isinstance(result, wire.LaunchFailed):
-        raise GuardianLaunchError(result.code, result.message)
+        raise GuardianLaunchError(result.code, result.message, exit_code=result.exit_code)
     return result.identity

@@ -31,7 +31,7 @@ from .lite import (  # noqa: F401  (the names the guardian uses, as wire.py spel
 )
 
 GUARDIAN_PROTOCOL_MIN = 1
-GUARDIAN_PROTOCOL_MAX = 2
+GUARDIAN_PROTOCOL_MAX = 3
 
 
 class RuntimeIdentity(Message):
@@ -143,6 +143,17 @@ class ExitAck(Message):
 
     __slots__ = ()
     TAG = "exit_ack"
+
+
+class Hold(Message):
+    """v3: while `on`, never overwrite unsent ring bytes: stop reading the PTY instead (the
+    child waits for the daemon). Off by default, and again on every new connection."""
+
+    __slots__ = ("on",)
+    TAG = "hold"
+    FIELDS = (
+        ("on", Bool, REQUIRED),
+    )
 
 
 class Welcome(Message):
@@ -303,11 +314,12 @@ class Ready(Message):
 class LaunchFailed(Message):
     """Written instead of Ready when the guardian cannot start (bad spec, exec failure, …)."""
 
-    __slots__ = ("code", "message")
+    __slots__ = ("code", "message", "exit_code")
     TAG = "launch_failed"
     FIELDS = (
         ("code", Str, REQUIRED),
         ("message", Str, REQUIRED),
+        ("exit_code", Optional(Int()), None),
     )
 
 
@@ -339,7 +351,7 @@ class TailRecord(Message):
     )
 
 
-DaemonMessage = (Hello, Subscribe, Ack, Input, Resize, Signal, Foreground, ExitAck)
+DaemonMessage = (Hello, Subscribe, Ack, Input, Resize, Signal, Foreground, ExitAck, Hold)
 GuardianMessage = (Welcome, Output, Gap, Exited, ForegroundInfo, Done, Error)
 LaunchResult = (Ready, LaunchFailed)
 

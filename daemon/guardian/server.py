@@ -49,7 +49,7 @@ from .identity import read_boot_id, read_pgrp, read_start_ticks
 from .lite import FrameDecoder, WireDecodeError, encode_frame
 from .litewire import ErrorCode
 from .ring import Ring
-from .spawn import get_winsize, set_winsize, spawn
+from .spawn import SpawnError, get_winsize, set_winsize, spawn
 
 #: prctl(2) option number, from <linux/prctl.h>.
 PR_SET_CHILD_SUBREAPER = 36
@@ -68,12 +68,14 @@ _SO_PEERCRED = struct.Struct("3i")  # struct ucred {pid, uid, gid}
 
 
 class GuardianSetupError(Exception):
-    """The guardian cannot start; `code` is an ErrorCode value for the launcher."""
+    """The guardian cannot start; `code` is an ErrorCode value for the launcher.
+    `exit_code` is set when the *child* could not be started (127/126, as a shell says)."""
 
-    def __init__(self, code: str, message: str):
+    def __init__(self, code: str, message: str, exit_code: int | None = None):
         super().__init__(message)
         self.code = code
         self.message = message
+        self.exit_code = exit_code
 
 
 _PRIVATE_DIR_CODES = {"missing": ErrorCode.NOT_FOUND, "not_directory": ErrorCode.INVALID_REQUEST,
@@ -160,7 +162,8 @@ def _group_leader(pgid: int) -> int | None:
 class _Conn:
     """The one daemon connection: its socket, inbound frames, outbound bytes, its cursor."""
 
-    __slots__ = ("sock", "decoder", "out", "welcomed", "cursor", "exited_sent", "closing")
+    __slots__ = ("sock", "decoder", "out", "welcomed", "cursor", "exited_sent", "closing",
+                 "hold")
 
     def __init__(self, sock: _socket.socket, max_frame_bytes: int):
         self.sock = sock
@@ -172,6 +175,8 @@ class _Conn:
         self.exited_sent = False
         #: Close once `out` is flushed (after a fatal error answer).
         self.closing = False
+        #: v3 `Hold`: never overwrite ring bytes this connection has not been sent.
+        self.hold = False
 
 
 class Guardian:
@@ -235,10 +240,14 @@ class Guardian:
             env["TERM"] = spec.term
         try:
             self.child_pid, self.master = spawn(spec.argv, spec.cwd, env, spec.rows, spec.cols)
-        except OSError as exc:
+        except SpawnError as exc:
             self._unlink_socket()
             code = ErrorCode.NOT_FOUND if exc.errno in (errno.ENOENT, errno.ENOTDIR) else ErrorCode.INVALID_REQUEST
-            raise GuardianSetupError(code.value, exc.strerror or str(exc)) from None
+            raise GuardianSetupError(code.value, exc.shell_message, exc.exit_status) from None
+        except OSError as exc:
+            self._unlink_socket()
+            raise GuardianSetupError(ErrorCode.INTERNAL.value,
+                                     f"cannot set up the terminal: {exc.strerror or exc}") from None
 
         self.identity = wire.RuntimeIdentity(
             runtime_id=spec.runtime_id,
@@ -305,8 +314,23 @@ class Guardian:
             return None
         return max(0.0, min(deadlines) - time.monotonic())
 
+    def _room(self) -> int | None:
+        """Bytes the PTY may be read into now: None when unlimited; under a held connection,
+        what the ring can take without overwriting bytes not yet sent to it."""
+        conn = self.conn
+        if conn is None or not conn.hold or conn.cursor is None:
+            return None
+        return max(0, self.ring.capacity - (self.ring.end - conn.cursor))
+
     def _advance(self) -> None:
         """Everything that follows from the new state: finalize, pump, linger, re-register."""
+        room = self._room()
+        if self.status is not None and self.drain_deadline is not None and room is not None \
+                and room < self.ring.capacity:
+            # Held, and the daemon still has bytes to be sent: the rest of the output may
+            # wait in the PTY until it caught up, and the grace for leftover processes that
+            # keep the PTY open counts from then (finalizing now would cut the output).
+            self.drain_deadline = time.monotonic() + self.spec.drain_grace_seconds
         if not self.final and self.status is not None:
             if self.pty_eof or (self.drain_deadline is not None and time.monotonic() >= self.drain_deadline):
                 self._finalize()
@@ -324,8 +348,8 @@ class Guardian:
                     self.done = True
         if self.master is not None:
             want = READ | (WRITE if self.pending_input else 0)
-            if self.pty_eof:
-                want &= ~READ
+            if self.pty_eof or self._room() == 0:
+                want &= ~READ  # held: the child waits for the daemon
             if want != self.master_events:
                 if self.master_events and want:
                     self.sel.modify(self.master, want, self._on_master)
@@ -357,11 +381,12 @@ class Guardian:
     def _read_pty(self) -> None:
         """Read until EAGAIN — or until one ring's worth, so that the daemon socket and the
         reaper get a turn even against a child that writes faster than we read."""
-        budget = self.ring.capacity
+        room = self._room()
+        budget = self.ring.capacity if room is None else room
         master = self.master
         while budget > 0:
             try:
-                data = os.read(master, _PTY_READ_BYTES)
+                data = os.read(master, min(_PTY_READ_BYTES, budget))
             except BlockingIOError:
                 return
             except OSError as exc:
@@ -701,6 +726,8 @@ class Guardian:
                 self._signal(conn, signum, group, foreground, seq)
             case wire.Foreground(seq=seq):
                 self._send(conn, wire.replace(self._foreground(), seq=seq))
+            case wire.Hold(on=on):
+                conn.hold = on
             case wire.ExitAck():
                 if not self.final:
                     self._refuse(conn, "ExitAck before Exited: the child is still running or draining")

@@ -47,11 +47,30 @@ def _default_disposition(sig: int) -> None:
 
 
 class SpawnError(OSError):
-    """The child could not be started; `errno`/`strerror` say why, `step` says where."""
+    """The child could not be started; `errno`/`strerror` say why, `step` says where.
+
+    `exit_status` and `shell_message` are how a shell reports the same failure (POSIX,
+    "Command Search and Execution"): 127 when the command is not found, 126 when it is
+    found but cannot be run — so a command that cannot start is a definite outcome.
+    """
 
     def __init__(self, err: int, step: str, detail: str):
-        super().__init__(err, f"{step} failed for {detail}: {os.strerror(err)}")
+        super().__init__(err, f"{step} failed for {detail!r}: {os.strerror(err)}")
         self.step = step
+        self.detail = detail
+
+    @property
+    def exit_status(self) -> int:
+        return 127 if self.step == "exec" and self.errno in (errno.ENOENT, errno.ENOTDIR) else 126
+
+    @property
+    def shell_message(self) -> str:
+        if self.step == "exec":
+            what = "command not found" if self.exit_status == 127 else os.strerror(self.errno)
+            return f"{self.detail}: {what}"
+        if self.step == "chdir":
+            return f"cannot change to {self.detail}: {os.strerror(self.errno)}"
+        return f"cannot start the command ({self.step}): {os.strerror(self.errno)}"
 
 
 def set_winsize(fd: int, rows: int, cols: int) -> None:
@@ -111,7 +130,7 @@ def spawn(argv: list[str], cwd: str, env: dict[str, str], rows: int, cols: int) 
             (missing program, bad cwd, …); the failed child is reaped.
     """
     if not argv:
-        raise SpawnError(errno.EINVAL, "exec", "an empty argv")
+        raise SpawnError(errno.EINVAL, "exec", "")
     master, slave = os.openpty()  # both non-inheritable (PEP 446)
     try:
         set_winsize(master, rows, cols)
@@ -140,7 +159,7 @@ def spawn(argv: list[str], cwd: str, env: dict[str, str], rows: int, cols: int) 
         os.close(master)
         os.waitpid(pid, 0)
         err_s, _, step = report.decode("ascii", "replace").partition(":")
-        detail = {"exec": repr(argv[0]), "chdir": repr(cwd)}.get(step, repr(argv[0]))
+        detail = {"exec": argv[0], "chdir": cwd}.get(step, argv[0])
         raise SpawnError(int(err_s) if err_s.isdigit() else errno.EINVAL, step, detail)
     os.set_blocking(master, False)
     return pid, master

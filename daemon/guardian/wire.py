@@ -29,8 +29,15 @@ from msgspec import Meta, Struct
 #: of assuming delivery. `seq` 0 (what a v1 daemon sends) asks for no answer, and a v1
 #: guardian ignores the field: it answers only refusals, without a seq. The daemon knows
 #: which it talks to from `Welcome.protocol`.
+#:
+#: v3 (additive): `Hold{on}`. While on (someone follows the output live: `vigil run
+#: --wait`), the guardian stops reading the PTY rather than overwrite ring bytes it has not
+#: sent yet, so a daemon that is late (a loaded machine) makes the child wait, as a slow
+#: terminal would, instead of costing bytes. It is the connection's: a new connection (a
+#: restarted daemon) starts with it off. A v2 guardian would refuse the message; the daemon
+#: sends it only to v3.
 GUARDIAN_PROTOCOL_MIN = 1
-GUARDIAN_PROTOCOL_MAX = 2
+GUARDIAN_PROTOCOL_MAX = 3
 #: The `seq` of a command: 0 asks for no answer (v1 behaviour).
 Seq = Annotated[int, Meta(ge=0)]
 
@@ -125,7 +132,14 @@ class ExitAck(_Msg, tag="exit_ack"):
     """The daemon persisted everything up to Exited.end_offset; the guardian may go."""
 
 
-DaemonMessage = Union[Hello, Subscribe, Ack, Input, Resize, Signal, Foreground, ExitAck]
+class Hold(_Msg, tag="hold"):
+    """v3: while `on`, never overwrite unsent ring bytes: stop reading the PTY instead (the
+    child waits for the daemon). Off by default, and again on every new connection."""
+
+    on: bool
+
+
+DaemonMessage = Union[Hello, Subscribe, Ack, Input, Resize, Signal, Foreground, ExitAck, Hold]
 
 # --- guardian -> daemon ------------------------------------------------------------------
 
@@ -236,6 +250,10 @@ class LaunchFailed(Struct, tag="launch_failed", tag_field="type", kw_only=True):
 
     code: str
     message: str
+    #: Set when the child itself could not be started (exec or chdir failed): the status a
+    #: shell reports for that, 127 (not found) or 126 (cannot run). The launch failed, but
+    #: the command has a definite outcome.
+    exit_code: int | None = None
 
 
 LaunchResult = Union[Ready, LaunchFailed]

@@ -218,21 +218,25 @@ class ExecutionService:
     async def list(self, scope: str, action: ListAction) -> ExecutionResult[ListData]:
         limit = action.limit if action.limit is not None else self.settings.list_limit_default
         with phase("catalog"):
-            listing = await trio.to_thread.run_sync(self.store.list, scope, limit)
+            listing = await trio.to_thread.run_sync(self.store.list, scope, limit,
+                                                    action.offset)
         budget = self.settings.view_list_command_bytes
         return ExecutionResult(data=ListData(
             executions=[execution_view(r, command_bytes=budget, pending=self._pending(r))
                         for r in listing.records],
             total=listing.total,
             catalog_cursor=encode_catalog_cursor(self.store.mac_key, self.store.store_epoch,
-                                                 scope, listing.change_seq)))
+                                                 scope, listing.change_seq),
+            retention_records=self.settings.retention_records_per_scope,
+            retention_shell_commands=self.settings.retention_shell_commands_per_scope))
 
     async def get(self, scope: str, action: GetAction) -> ExecutionResult[GetData]:
         rec = await self._record(scope, action.execution_id)
         return ExecutionResult(data=GetData(
             execution=execution_view(rec, command_bytes=self.settings.view_get_command_bytes,
                                      pending=self._pending(rec)),
-            recovery=recovery_of(rec)))
+            recovery=recovery_of(rec),
+            env=rec.env if action.include_env else None))
 
     # --- read -----------------------------------------------------------------------------------
 

@@ -1,5 +1,5 @@
-"""`run`, `Execution`, `signal`, `resolve`: thin routes onto the runtime manager and the
-Execution service."""
+"""`run`, `Execution`, `follow`, `signal`, `resolve`: thin routes onto the runtime manager,
+the Execution service and the output stream."""
 
 from __future__ import annotations
 
@@ -7,10 +7,12 @@ import os
 
 import trio
 
+from vigil.daemon.history.follow import OutputStream
 from vigil.daemon.history.service import ExecutionService
 from vigil.daemon.rpc.authority import Need
 from vigil.daemon.rpc.dispatch import CallContext, Dispatcher
 from vigil.daemon.rpc.views import execution_view
+from vigil.daemon.runtime.live import Follower
 from vigil.daemon.runtime.manager import RuntimeManager, parse_signal
 from vigil.daemon.settings import Settings
 from vigil.daemon.store import ExecutionNotFound, Store, parse_execution_id
@@ -18,6 +20,7 @@ from vigil.protocol.api.execution import (
     ExecutionParams,
     ExecutionResult,
     ExplainAction,
+    FollowParams,
     GetAction,
     ListAction,
     ObserveAction,
@@ -52,7 +55,7 @@ async def scoped_record(store: Store, ctx: CallContext, execution_id: str,
 
 
 def install(dispatcher: Dispatcher, *, store: Store, runtimes: RuntimeManager,
-            service: ExecutionService, settings: Settings) -> None:
+            service: ExecutionService, outputs: OutputStream, settings: Settings) -> None:
     @dispatcher.route("run", authority=Need.RUN)
     async def run(ctx: CallContext, params: RunParams) -> RunResult:
         thread = ctx.thread
@@ -76,13 +79,21 @@ def install(dispatcher: Dispatcher, *, store: Store, runtimes: RuntimeManager,
         cwd = params.cwd or thread.workspace_root
         if not os.path.isabs(cwd) or not os.path.isdir(cwd):
             raise invalid_request(f"cwd {cwd!r} is not an existing absolute directory", "params.cwd")
+        follower = Follower(settings.follow_buffer_bytes, 0) if params.follow else None
         record = await runtimes.start(
             scope=thread.scope, thread_id=thread.thread_id, workspace_root=thread.workspace_root,
-            argv=argv, command=command, cwd=cwd, env=dict(params.env),
-            rows=params.rows, cols=params.cols, name=params.name)
-        return RunResult(execution=execution_view(
+            argv=argv, command=command, cwd=cwd,
+            env=runtimes.child_environment(params.env, params.env_base),
+            rows=params.rows, cols=params.cols, name=params.name, keep_env=True,
+            followers=(follower,) if follower else ())
+        result = RunResult(execution=execution_view(
             record, command_bytes=settings.view_get_command_bytes,
             pending=runtimes.output_pending(record)))
+        if follower is None:
+            return result
+        if record.execution_id not in runtimes.live:
+            follower.close()  # it never ran (127/126): what there is comes from the store
+        return await outputs.serve(ctx, record, 0, answer=result, follower=follower)
 
     def validate(params: ExecutionParams) -> None:
         service.validate(params.action)
@@ -90,6 +101,11 @@ def install(dispatcher: Dispatcher, *, store: Store, runtimes: RuntimeManager,
     @dispatcher.route("Execution", authority=Need.EXECUTION, validate=validate)
     async def execution(ctx: CallContext, params: ExecutionParams) -> ExecutionResult:
         return await dispatch_action(service, ctx, params.action)
+
+    @dispatcher.route("follow", authority=Need.OBSERVE)
+    async def follow(ctx: CallContext, params: FollowParams):
+        record = await scoped_record(store, ctx, params.execution_id)
+        return await outputs.serve(ctx, record, params.from_offset, params.until_now)
 
     @dispatcher.route("signal", authority=Need.RUN)
     async def signal(ctx: CallContext, params: SignalParams) -> SignalResult:

@@ -66,6 +66,7 @@ def execution_view(rec: ExecutionRecord, *, command_bytes: int, pending: bool) -
         exit_code=rec.exit_code,
         signal=rec.signal,
         unknown_reason=rec.unknown_reason,
+        start_error=rec.start_error,
         started_unix_ms=rec.started_unix_ms,
         ended_unix_ms=rec.ended_unix_ms,
         observed_at_unix_ms=rec.observed_at_unix_ms,

@@ -57,6 +57,8 @@ _RECEIVE_BYTES = 256 * 1024
 
 #: The first guardian protocol that answers numbered commands.
 CONFIRMING_PROTOCOL = 2
+#: The first guardian protocol that can hold its child rather than overrun its ring.
+HOLDING_PROTOCOL = 3
 
 
 class GuardianRefused(GuardianError):
@@ -324,6 +326,14 @@ class GuardianLink:
     def ack(self, offset: int) -> None:
         """Tell the guardian everything before `offset` is durably persisted."""
         self.post(wire.Ack(offset=offset))
+
+    def hold(self, on: bool) -> bool:
+        """Ask the guardian to hold its child rather than overrun its ring (v3); False
+        when it is too old to (it then drops the oldest bytes as before)."""
+        if self.welcome is None or self.welcome.protocol < HOLDING_PROTOCOL:
+            return False
+        self.post(wire.Hold(on=on))
+        return True
 
     def exit_ack(self) -> None:
         """After persisting up to Exited.end_offset: the guardian deletes its records and exits."""

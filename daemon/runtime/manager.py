@@ -47,7 +47,7 @@ from vigil.protocol.errors import ErrorCode, VigilError
 from .ingest import Ingest
 from .lifecycle import LifecycleBus, LifecycleEvent
 from .link import GuardianLink, GuardianRefused
-from .live import Live, OutputObserver
+from .live import Follower, Live, OutputObserver
 
 log = logging.getLogger("vigild.runtimes")
 
@@ -133,12 +133,28 @@ class RuntimeManager:
 
     # --- starting -------------------------------------------------------------------------
 
+    def child_environment(self, env: dict[str, str], base: str = "daemon") -> dict[str, str]:
+        """The environment a child is started with: `env` over the daemon's own (less its
+        service variables) for base `daemon`, or `env` alone for base `none`."""
+        if base == "none":
+            return dict(env)
+        child_env = {k: v for k, v in os.environ.items() if k not in _SERVICE_ENV}
+        child_env.update(env)
+        return child_env
+
     async def start(self, *, scope: str, thread_id: str, workspace_root: str,
                     argv: list[str], command: str, cwd: str, env: dict[str, str],
                     rows: int | None, cols: int | None, name: str,
                     kind: str = "standalone",
-                    observers: ObserverFactory | None = None) -> ExecutionRecord:
-        """Record the execution, launch its guardian, attach; returns the running record.
+                    observers: ObserverFactory | None = None,
+                    keep_env: bool = False,
+                    followers: tuple[Follower, ...] = ()) -> ExecutionRecord:
+        """Record the execution, launch its guardian, attach; returns the running record
+        (or, when the command could not be started, the record exited 127 or 126 with its
+        `start_error`).
+
+        `env` is the child's whole environment (see `child_environment`); with `keep_env`
+        it is also kept, private, on the record. `followers` are fed from the first byte.
 
         `observers(record)`, when given, returns the output observers of the new runtime
         (called once the record exists, before any output is read).
@@ -158,9 +174,12 @@ class RuntimeManager:
         record = ExecutionRecord(
             execution_id=eid, scope=scope, thread_id=thread_id, workspace_root=workspace_root,
             command=command, argv=argv, cwd=cwd, name=name or None, kind=kind,
-            status="running", started_unix_ms=self.store.clock(), rows=rows, cols=cols)
+            status="running", started_unix_ms=self.store.clock(), rows=rows, cols=cols,
+            env=dict(env) if keep_env else None)
         with trio.CancelScope(shield=True):
-            live = await self._launch(record, env, observers or (lambda record: []))
+            live = await self._launch(record, env, observers or (lambda record: []), followers)
+        if isinstance(live, ExecutionRecord):
+            return live  # the command could not be started: exited 127/126, with the reason
         # Answer once the daemon can act on it: a signal, input or resize sent right after
         # `run` returns must find the guardian connected.
         with trio.move_on_after(self.settings.guardian_start_timeout_seconds):
@@ -170,12 +189,13 @@ class RuntimeManager:
         return live.record
 
     async def _launch(self, record: ExecutionRecord, env: dict[str, str],
-                      observers: ObserverFactory) -> Live:
+                      observers: ObserverFactory, followers: tuple[Follower, ...] = ()
+                      ) -> Live | ExecutionRecord:
+        """Create the record and start its guardian: the live runtime, or — when the
+        command itself could not be started — the record, already exited 127/126."""
         eid = record.execution_id
         record = await trio.to_thread.run_sync(self.store.create_execution, record)
-        child_env = {k: v for k, v in os.environ.items() if k not in _SERVICE_ENV}
-        child_env.update(env)
-        spec = make_launch_spec(runtime_id=eid, argv=record.argv, cwd=record.cwd, env=child_env,
+        spec = make_launch_spec(runtime_id=eid, argv=record.argv, cwd=record.cwd, env=env,
                                 socket_path=self.socket_path(eid), records_dir=self.records_dir,
                                 settings=self.settings, rows=record.rows, cols=record.cols)
         try:
@@ -183,6 +203,18 @@ class RuntimeManager:
                 lambda: launch_guardian(spec, self.settings,
                                         stderr_path=os.path.join(self.log_dir, "guardians.log")))
         except GuardianLaunchError as exc:
+            if exc.exit_code is not None:
+                # The guardian ran but the command could not (not found, not executable): a
+                # definite outcome, recorded as a shell reports it — never `unknown`.
+                now = self.store.clock()
+                record = await trio.to_thread.run_sync(lambda: self.store.update(
+                    eid, status="exited", exit_code=exc.exit_code, ended_unix_ms=now,
+                    start_error=exc.message, recognized_state="exited"))
+                for kind in ("started", "exited"):
+                    self.bus.publish(LifecycleEvent(kind=kind, scope=record.scope,
+                                                    execution_id=eid,
+                                                    at_unix_ms=record.observed_at_unix_ms))
+                return record
             # It never ran: say so on the record (unknown, with the reason) and to the caller.
             reason = f"launch failed: {exc.message}"
             await trio.to_thread.run_sync(lambda: self.store.update(
@@ -192,10 +224,12 @@ class RuntimeManager:
             lambda: self.store.update(eid, runtime=to_store_identity(identity)))
         self.bus.publish(LifecycleEvent(kind="started", scope=record.scope, execution_id=eid,
                                         at_unix_ms=record.observed_at_unix_ms, record=record))
-        return self._attach(record, observers(record))
+        return self._attach(record, observers(record), followers)
 
-    def _attach(self, record: ExecutionRecord, observers: list[OutputObserver]) -> Live:
-        live = self.live[record.execution_id] = Live(record, observers=list(observers))
+    def _attach(self, record: ExecutionRecord, observers: list[OutputObserver],
+                followers: tuple[Follower, ...] = ()) -> Live:
+        live = self.live[record.execution_id] = Live(record, observers=list(observers),
+                                                     followers=set(followers))
         assert self._nursery is not None
         self._nursery.start_soon(self._run_runtime, live)
         return live
@@ -238,6 +272,8 @@ class RuntimeManager:
             self.live.pop(eid, None)
             for viewer in live.viewers:
                 viewer.close("exited")
+            for follower in live.followers:
+                follower.close()
             if live.record.is_terminal and self._hooks is not None:
                 self._hooks.runtime_ended(live.record)
             live.done.set()
@@ -260,31 +296,60 @@ class RuntimeManager:
             return
         link = live.link
         welcome = link.welcome
-        link.subscribe(record.output_total_bytes)
-        live.acked = record.output_total_bytes
-        live.caught_up_to = welcome.ring_end
+        stored_end = record.output_total_bytes
         keeper = ScreenKeeper(welcome.rows, welcome.cols, s)
+        replay_from = await self._restore_screen(live, keeper, welcome.ring_start)
+        link.subscribe(replay_from)
+        live.acked = stored_end
+        live.caught_up_to = welcome.ring_end
+        live.received_end = stored_end
+        live.screen_origin = replay_from - keeper.fed_bytes
         live.screen = ScreenTask(keeper, s, lambda snap, quiet: self.screen_changed(live, snap))
         live.recognition = self.recognitions(
             record.runtime.child_pid,
             lambda state: self.ingest.set_fields(eid, recognized_state=state))
+        replaying = replay_from < stored_end
+        live.held = False
+        self._hold(live)  # a `run --wait` follows from the first byte
         async with trio.open_nursery() as nursery:
             nursery.start_soon(link.run_sender)
             nursery.start_soon(self._acknowledge, live)
             await nursery.start(live.screen.run)
             live.attached.set()
             nursery.start_soon(live.recognition.run)
+            if keeper.fed_bytes and not replaying:
+                self.screen_changed(live, keeper.snapshot())  # recognize the restored screen now
             try:
                 while True:
                     msg = await link.receive()
                     if isinstance(msg, wire.Output):
+                        offset, data = msg.offset, msg.data
+                        if offset < stored_end:
+                            # Replayed from the ring into the restored screen only: the
+                            # store (and everyone else) has these bytes already; the answers
+                            # to old terminal queries in them are stale.
+                            old = data[:stored_end - offset]
+                            live.screen.feed(old)
+                            live.screen.take_replies()
+                            offset, data = offset + len(old), data[len(old):]
+                            if offset >= stored_end and replaying:
+                                replaying = False
+                                keeper.catch_up()
+                                self.screen_changed(live, keeper.snapshot())
+                            if not data:
+                                continue
                         await self.ingest.wait_room()
+                        for follower in tuple(live.followers):
+                            await follower.wait_room(s.follow_stall_seconds)
                         for observer in live.observers:
-                            observer(msg.offset, msg.data)
-                        self.ingest.add_output(eid, msg.offset, msg.data)
-                        live.screen.feed(msg.data)
+                            observer(offset, data)
+                        self.ingest.add_output(eid, offset, data)
+                        live.screen.feed(data)
+                        live.received_end = offset + len(data)
                         for viewer in tuple(live.viewers):
-                            viewer.offer(msg.data)
+                            viewer.offer(data)
+                        for follower in tuple(live.followers):
+                            follower.offer(offset, data)
                         replies = live.screen.take_replies()
                         if replies and not live.viewers:
                             # A TUI asking "who are you?" (DA) or "where is the cursor?"
@@ -311,6 +376,32 @@ class RuntimeManager:
             finally:
                 nursery.cancel_scope.cancel()
 
+    async def _restore_screen(self, live: Live, keeper: ScreenKeeper, ring_start: int) -> int:
+        """Give a re-attached runtime its screen back; returns the offset to subscribe from.
+
+        A fresh keeper starts blank, so after a daemon restart `vigil screen` of an idle
+        REPL would show nothing and recognition would see no prompt until new output came.
+        Instead: when the guardian's ring still holds the whole output, all of it is
+        replayed into the keeper (exact); otherwise the persisted screen is drawn into it
+        and the ring is replayed from the offset that screen was current at. Replayed bytes
+        feed only the screen (the caller skips ingest for them). When neither joins up, the
+        persisted screen is shown and marked as not exact until the program redraws.
+        """
+        record = live.record
+        end = record.output_total_bytes
+        if ring_start == 0:
+            return 0
+        stored = await trio.to_thread.run_sync(self.store.get_screen, record.scope,
+                                               record.execution_id)
+        if stored is not None:
+            keeper.feed(repaint_bytes(stored))
+            keeper.catch_up()
+            keeper.take_replies()
+            if stored.output_offset is not None and ring_start <= stored.output_offset <= end:
+                return stored.output_offset
+        keeper.lost()
+        return end
+
     def _final_screen(self, live: Live) -> None:
         """Bring the screen fully up to date once, so an exited execution keeps its last screen."""
         if live.screen is None:
@@ -324,10 +415,19 @@ class RuntimeManager:
     def screen_changed(self, live: Live, snap: ScreenSnapshot) -> None:
         """Persist the screen with the next ingest batch, and let the recognizer look at it.
         A revision already handed to ingest is not handed again (the keeper's quiet publish
-        repeats the last one): that was a second store transaction per line of output."""
-        if snap.revision != live.screen_revision:
+        repeats the last one): that was a second store transaction per line of output —
+        unless it was handed without the output offset it is current at (the keeper had
+        bytes left to parse then), which a re-attaching daemon restores the screen from."""
+        keeper = live.screen.keeper if live.screen is not None else None
+        offset = None
+        if keeper is not None and not keeper.pending_bytes:
+            offset = live.screen_origin + keeper.fed_bytes  # every byte fed is on this screen
+        if snap.revision != live.screen_revision or (offset is not None
+                                                     and live.screen_offset is None):
             live.screen_revision = snap.revision
-            self.ingest.set_screen(live.record.execution_id, stored_screen(snap, self.store.clock()))
+            live.screen_offset = offset
+            self.ingest.set_screen(live.record.execution_id,
+                                   stored_screen(snap, self.store.clock(), offset))
         if live.recognition is not None:
             live.recognition.observe(snap)
 
@@ -417,6 +517,30 @@ class RuntimeManager:
             return True
         live = self.live.get(record.execution_id)
         return live is not None and live.record.output_total_bytes < live.caught_up_to
+
+    # --- followers (`follow` streams) -----------------------------------------------------
+
+    def add_follower(self, live: Live, follower: Follower) -> None:
+        """A `follow` stream joins. While anyone follows, the guardian holds its child
+        rather than overrun its ring (guardian protocol v3): a daemon that is late on a
+        loaded machine then costs the child time, as a slow terminal would, not bytes. A
+        follower that stalls itself still only loses its own oldest bytes (live.py)."""
+        live.followers.add(follower)
+        self._hold(live)
+
+    def remove_follower(self, live: Live, follower: Follower) -> None:
+        live.followers.discard(follower)
+        self._hold(live)
+
+    def _hold(self, live: Live) -> None:
+        want = bool(live.followers)
+        if live.link is None or live.held == want:
+            return
+        try:
+            if live.link.hold(want):
+                live.held = want
+        except GuardianError:
+            pass  # the connection is ending; a new one starts unheld
 
     def execution_of_process(self, pid: int) -> str | None:
         """The live execution whose child is `pid` or one of its ancestors (a caller that
@@ -514,12 +638,26 @@ async def _first_of(*events: trio.Event) -> None:
             nursery.start_soon(wait)
 
 
-def stored_screen(snap: ScreenSnapshot, now_ms: int) -> StoredScreen:
-    """The live screen as the store keeps it."""
+def stored_screen(snap: ScreenSnapshot, now_ms: int, output_offset: int | None = None
+                  ) -> StoredScreen:
+    """The live screen as the store keeps it (`output_offset`: see StoredScreen)."""
     row, col = snap.cursor
     return StoredScreen(snapshot=snap.revision, text=snap.text, rows=snap.rows, cols=snap.cols,
                         cursor_row=row, cursor_col=col, fidelity=snap.fidelity,
-                        title=snap.title or None, captured_unix_ms=now_ms)
+                        title=snap.title or None, captured_unix_ms=now_ms,
+                        output_offset=output_offset)
+
+
+def repaint_bytes(stored: StoredScreen) -> bytes:
+    """Terminal output that draws a persisted screen (its text, title and cursor) on a
+    blank terminal: how a restored keeper starts. Colours were not persisted: plain text."""
+    rows = stored.text.split("\n")[: stored.rows]
+    out = ["\x1b[H\x1b[2J"]
+    if stored.title:
+        out.append(f"\x1b]2;{stored.title}\x07")
+    out.append("\r\n".join(line[: stored.cols] for line in rows))
+    out.append(f"\x1b[{stored.cursor_row + 1};{stored.cursor_col + 1}H")
+    return "".join(out).encode("utf-8", "surrogateescape")
 
 
 #: How far up the process tree a caller is traced to an execution.

@@ -205,7 +205,8 @@ class ShellManager:
         record = await self.runtimes.start(
             scope=thread.scope, thread_id=thread.thread_id, workspace_root=thread.workspace_root,
             argv=argv, command="bash (persistent shell)", cwd=thread.workspace_root,
-            env={"VIGIL_SHELL": "1", "PAGER": "cat", "GIT_PAGER": "cat"}, rows=None, cols=None,
+            env=self.runtimes.child_environment({"VIGIL_SHELL": "1", "PAGER": "cat",
+                                                  "GIT_PAGER": "cat"}), rows=None, cols=None,
             name="shell", kind="shell", observers=observers)
         previous = thread.shell_execution_id
         thread = self.scopes.update(thread, shell_execution_id=record.execution_id,
@@ -312,8 +313,8 @@ class ShellManager:
         session = await self.session(thread)
         record = await self.runtimes.start(
             scope=thread.scope, thread_id=thread.thread_id, workspace_root=thread.workspace_root,
-            argv=["bash", "-c", text], command=text, cwd=session.cwd, env={}, rows=None,
-            cols=None, name="task")
+            argv=["bash", "-c", text], command=text, cwd=session.cwd,
+            env=self.runtimes.child_environment({}), rows=None, cols=None, name="task")
         return session, record
 
     async def wait_task(self, execution_id: str, seconds: float) -> bool:
@@ -342,7 +343,8 @@ class ShellManager:
             execution_id=eid or session.cmd_eid or self._last_cmd(session),
             shell_execution_id=session.shell_eid,
             exit_code=None if status != "completed" else session.last_exit,
-            cwd=session.cwd, output=text, output_truncated=truncated)
+            cwd=session.cwd, output=text, output_truncated=truncated,
+            shell_exited=not session.alive)
 
     def running_command(self, shell_execution_id: str) -> str | None:
         """The command running now in the shell `shell_execution_id`, if any."""

@@ -34,6 +34,9 @@ TURN_SCHEMA = 1
 Status = Literal["running", "exited", "unknown"]
 Kind = Literal["standalone", "shell", "shell_command"]
 TERMINAL_STATUSES = frozenset({"exited", "unknown"})
+#: The kinds in the persistent shell's retention pool (retention.py): the shells and their
+#: commands, kept under a cap of their own so they never push standalone runs out.
+SHELL_POOL_KINDS = frozenset({"shell", "shell_command"})
 
 
 class RuntimeIdentity(msgspec.Struct, kw_only=True, frozen=True):
@@ -116,10 +119,21 @@ class ExecutionRecord(msgspec.Struct, kw_only=True, frozen=True):
     #: this command's own output begins (None until the shell announced the start). Added
     #: with a default, so schema-1 records without it still decode.
     shell_offset: int | None = None
+    #: The environment the execution was started with (the caller's, for a CLI `run`).
+    #: Private to the record: no view shows it unless asked (`Execution get` with
+    #: `include_env`), and it is never logged or put in an error. Null for records made
+    #: before vigil kept it, and for shell commands (they run in the shell's environment).
+    env: dict[str, str] | None = None
+    #: Why the command could not be started (then `exited` 127 or 126), as a shell says it.
+    start_error: str | None = None
 
     @property
     def is_terminal(self) -> bool:
         return self.status in TERMINAL_STATUSES
+
+    @property
+    def in_shell_pool(self) -> bool:
+        return self.kind in SHELL_POOL_KINDS
 
     @property
     def output_stored_bytes(self) -> int:
@@ -149,6 +163,7 @@ STORE_MANAGED = frozenset(
         "output_change_seq",
         "output_activity_seq",
         "output_pending",
+        "env",
     }
 )
 UPDATABLE = frozenset(ExecutionRecord.__struct_fields__) - STORE_MANAGED
@@ -175,6 +190,10 @@ class StoredScreen(msgspec.Struct, kw_only=True, frozen=True):
     captured_unix_ms: int = 0
     #: True when the text was cut to Settings.retention_screen_bytes (the top was dropped).
     truncated: bool = False
+    #: Offset in the output stream up to which this screen shows every byte (null when not
+    #: known: the keeper had bytes left to parse). A re-attaching daemon restores the screen
+    #: from this text and replays the guardian's ring from here.
+    output_offset: int | None = None
 
 
 class ChangeEntry(msgspec.Struct, kw_only=True, frozen=True):

@@ -7,11 +7,16 @@ Order of sacrifice, from the spec:
 2. Per scope, output + screen beyond retention_scope_bytes: first the output and screens of
    exited/unknown records, oldest record first; then the oldest output of active records,
    oldest record first. Active records' metadata and screens are never evicted.
-3. Per scope, records beyond retention_records_per_scope: the oldest exited/unknown records
-   are removed whole, when a new record is created (to make room for it). Active records
-   are never removed, so a scope with more active records than the limit keeps them all;
-   a record that ends while the scope is over the limit stays readable until the next
-   creation needs its place (its exit code is not lost the moment it is recorded).
+3. Per scope, records beyond their cap: the oldest exited/unknown records are removed
+   whole, when a new record is created (to make room for it). There are two pools, each
+   with its own cap: the persistent shells and their commands (kinds `shell` and
+   `shell_command`: retention_shell_commands_per_scope) and everything else (standalone
+   runs, background commands: retention_records_per_scope). A new record only ever removes
+   records of its own pool, so an agent's hundreds of quick shell commands never push a
+   person's runs out, and the reverse (issue 12). Active records are never removed, so a
+   scope with more active records than the cap keeps them all; a record that ends while
+   its pool is over the cap stays readable until the next creation needs its place (its
+   exit code is not lost the moment it is recorded).
 4. Exited/unknown records expire retention_terminal_seconds after `terminal_at_unix_ms`,
    lazily: during catalog operations and appends (`expire_due`), never by a timer.
 """
@@ -31,6 +36,9 @@ def remove_record(tx: Tx, rec: ExecutionRecord) -> None:
     eid = bytes.fromhex(rec.execution_id)
     shash = scope_hash(rec.scope)
     txn, dbs = tx.txn, tx.dbs
+    # Usage first, while the record is still listed (an old scope's first count sees it).
+    tx.add_usage(shash, records=-1, nbytes=-(rec.output_stored_bytes + rec.screen_bytes),
+                 shell_pool=-1 if rec.in_shell_pool else 0)
     tx.delete_prefix("output", eid)
     txn.delete(eid, db=dbs["screens"])
     txn.delete(eid, db=dbs["executions"])
@@ -39,7 +47,6 @@ def remove_record(tx: Tx, rec: ExecutionRecord) -> None:
         txn.delete(keys.expiry_key(rec.terminal_at_unix_ms, eid), db=dbs["expiry"])
     tx.delete_prefix("receipts", eid)
     tx.delete_prefix("turns", shash + eid)  # the archives themselves live by their own expiry
-    tx.add_usage(shash, records=-1, nbytes=-(rec.output_stored_bytes + rec.screen_bytes))
     tx.add_change(rec, "removed")
 
 
@@ -82,16 +89,20 @@ def enforce_scope_bytes(tx: Tx, shash: bytes, written: dict[str, ExecutionRecord
                 tx.add_change(rec, "pruned")
 
 
-def enforce_record_count(tx: Tx, shash: bytes) -> None:
-    """Remove the oldest exited/unknown records while the scope is above its record limit."""
-    cap = tx.settings.retention_records_per_scope
-    over = tx.usage(shash).records - cap
+def enforce_record_count(tx: Tx, shash: bytes, shell_pool: bool) -> None:
+    """Remove the oldest exited/unknown records of one pool (the shells and their commands,
+    or the rest) while that pool is above its cap (order: module docstring)."""
+    usage = tx.usage(shash)
+    if shell_pool:
+        over = usage.shell_pool - tx.settings.retention_shell_commands_per_scope
+    else:
+        over = usage.records - usage.shell_pool - tx.settings.retention_records_per_scope
     if over <= 0:
         return
     for rec in list(tx.scope_records(shash, newest_first=False)):
         if over <= 0:
             break
-        if rec.is_terminal:
+        if rec.is_terminal and rec.in_shell_pool == shell_pool:
             remove_record(tx, rec)
             over -= 1
 

@@ -34,7 +34,7 @@ from vigil.daemon.settings import DEFAULTS, Settings
 from . import archives, keys
 from .env import LmdbEnv
 from .errors import ExecutionNotFound, InvalidArgument, StoreError
-from .output import append_output, prune_output
+from .output import append_output, prune_output, read_stored
 from .records import (
     RECORD_SCHEMA,
     UPDATABLE,
@@ -131,15 +131,21 @@ class CatalogView:
             return None  # another scope's execution reads exactly as a missing one
         return rec
 
-    def list(self, scope: str, limit: int | None = None) -> Listing:
+    def list(self, scope: str, limit: int | None = None, offset: int = 0) -> Listing:
         s = self.store.settings
         limit = s.list_limit_default if limit is None else limit
         if not 1 <= limit <= s.list_limit_max:
             raise InvalidArgument(f"limit must be between 1 and {s.list_limit_max}")
+        if offset < 0:
+            raise InvalidArgument("offset must not be negative")
         shash = scope_hash(scope)
         out: list[ExecutionRecord] = []
+        skip = offset
         for rec in self.tx.scope_records(shash, newest_first=True):
             if rec.scope == scope:
+                if skip:
+                    skip -= 1
+                    continue
                 out.append(rec)
                 if len(out) >= limit:
                     break
@@ -257,14 +263,36 @@ class Store:
         with self.catalog() as view:
             return view.get(scope, execution_id)
 
-    def list(self, scope: str, limit: int | None = None) -> Listing:
-        """The scope's records, newest first (by `started_unix_ms`, then id), at most `limit`.
+    def list(self, scope: str, limit: int | None = None, offset: int = 0) -> Listing:
+        """The scope's records, newest first (by `started_unix_ms`, then id), at most
+        `limit`, after skipping the `offset` newest.
 
         Raises:
-            InvalidArgument: limit outside 1..Settings.list_limit_max.
+            InvalidArgument: limit outside 1..Settings.list_limit_max, negative offset.
         """
         with self.catalog() as view:
-            return view.list(scope, limit)
+            return view.list(scope, limit, offset)
+
+    def read_output(self, scope: str, execution_id: str, start: int, want: int
+                    ) -> tuple[ExecutionRecord, int, bytes]:
+        """Raw retained output of one execution from `start`, in one read transaction:
+        (record, first offset, bytes). `first > start` when the bytes from `start` are no
+        longer retained (the caller reports the gap); the bytes are contiguous and at most
+        `want` (see `output.read_stored`).
+
+        Raises:
+            ExecutionNotFound: no such execution in `scope`.
+        """
+        with self.catalog() as view:
+            rec = view.get(scope, execution_id)
+            if rec is None:
+                raise ExecutionNotFound()
+            start = min(start, rec.output_total_bytes)
+            first, data = read_stored(view.tx.txn, view.tx.dbs["output"], id_bytes(execution_id),
+                                      start, want)
+            if not data:
+                first = rec.output_total_bytes  # retained output is a suffix of the stream
+            return rec, first, data
 
     def get_screen(self, scope: str, execution_id: str) -> StoredScreen | None:
         parse_execution_id(execution_id)
@@ -332,13 +360,15 @@ class Store:
             )
             new = _validated(new)
             shash = scope_hash(new.scope)
+            # Usage first, before the record is listed (an old scope's first count must not
+            # see it and then add it again).
+            tx.add_usage(shash, records=1, shell_pool=int(new.in_shell_pool))
             tx.put_record(new)
             tx.txn.put(keys.by_scope_key(shash, new.started_unix_ms, eid), b"", db=tx.dbs["by_scope"])
             if terminal:
                 tx.txn.put(keys.expiry_key(tx.now_ms, eid), b"", db=tx.dbs["expiry"])
-            tx.add_usage(shash, records=1)
             tx.add_change(new, "created")
-            enforce_record_count(tx, shash)
+            enforce_record_count(tx, shash, new.in_shell_pool)
             return tx.get_record(eid) or new
 
         return self._write(fn)
@@ -488,7 +518,14 @@ class Store:
         prev_raw = tx.txn.get(eid, db=db)
         if prev_raw is not None:
             prev = decode_screen(prev_raw)
-            if msgspec.structs.replace(prev, captured_unix_ms=candidate.captured_unix_ms) == candidate:
+            same = msgspec.structs.replace(prev, captured_unix_ms=candidate.captured_unix_ms,
+                                           output_offset=candidate.output_offset)
+            if same == candidate:
+                # The same screen: not a change (no new snapshot number, so no reader has to
+                # resync); only the offset it is known to be current at moves forward.
+                if prev.output_offset != candidate.output_offset:
+                    tx.txn.put(eid, encode(msgspec.structs.replace(
+                        prev, output_offset=candidate.output_offset)), db=db)
                 return rec, None
         number = rec.screen_snapshot + 1
         tx.txn.put(eid, encode(msgspec.structs.replace(candidate, snapshot=number)), db=db)
@@ -615,7 +652,7 @@ class Store:
         """
         dbs = self._env.dbs
         with self._env.read() as txn:
-            usage: dict[bytes, list[int]] = {}
+            usage: dict[bytes, list[int]] = {}  # records, bytes, shell pool
             for k, raw in txn.cursor(db=dbs["executions"]):
                 rec = decode_record(raw)
                 eid = bytes(k)
@@ -633,12 +670,14 @@ class Store:
                 assert stored <= self.settings.retention_output_bytes, (rec.execution_id, "output cap")
                 shash = scope_hash(rec.scope)
                 assert txn.get(keys.by_scope_key(shash, rec.started_unix_ms, eid), db=dbs["by_scope"]) is not None
-                u = usage.setdefault(shash, [0, 0])
+                u = usage.setdefault(shash, [0, 0, 0])
                 u[0] += 1
                 u[1] += stored + rec.screen_bytes
+                u[2] += rec.in_shell_pool
             for k, raw in txn.cursor(db=dbs["scopes"]):
                 t = Tx(txn, dbs, self.settings, 0).usage(bytes(k))
-                assert usage.pop(bytes(k), [0, 0]) == [t.records, t.bytes], ("scope usage", bytes(k).hex())
+                assert usage.pop(bytes(k), [0, 0, 0]) == [t.records, t.bytes, t.shell_pool], (
+                    "scope usage", bytes(k).hex())
             assert not usage, ("scopes without usage", usage)
 
 

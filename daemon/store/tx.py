@@ -8,6 +8,8 @@ what they count, or not at all).
 Invariants kept exact in every write txn:
 - `scopes[h].records` == number of by_scope keys with prefix h;
 - `scopes[h].bytes` == sum over those records of output_stored_bytes + screen_bytes;
+- `scopes[h].shell_pool` == how many of those records are persistent shells or their
+  commands (they have a record cap of their own: retention.py);
 - `meta.change_seq` == the largest seq ever allocated (entries may have been coalesced or
   trimmed away); every entry with seq <= `meta.changes_low` is gone.
 """
@@ -25,10 +27,14 @@ from .records import ChangeEntry, ExecutionRecord, decode_record, encode, scope_
 
 
 class ScopeUsage(msgspec.Struct, array_like=True):
-    """Per-scope totals (value of the `scopes` db)."""
+    """Per-scope totals (value of the `scopes` db). New fields go at the end with
+    defaults (array_like tolerates that)."""
 
     records: int = 0
     bytes: int = 0
+    #: Records in the shell pool (`ExecutionRecord.in_shell_pool`); -1 in a value written
+    #: before this count existed: `Tx.usage` counts them then.
+    shell_pool: int = -1
 
 
 class ChangeValue(msgspec.Struct, array_like=True, frozen=True):
@@ -101,12 +107,20 @@ class Tx:
 
     def usage(self, shash: bytes) -> ScopeUsage:
         raw = self.txn.get(shash, db=self.dbs["scopes"])
-        return ScopeUsage() if raw is None else _usage_dec.decode(raw)
+        if raw is None:
+            return ScopeUsage(shell_pool=0)
+        u = _usage_dec.decode(raw)
+        if u.shell_pool < 0:  # a store from before the count: count once
+            u.shell_pool = sum(1 for r in self.scope_records(shash, newest_first=False)
+                               if r.in_shell_pool)
+        return u
 
-    def add_usage(self, shash: bytes, records: int = 0, nbytes: int = 0) -> ScopeUsage:
+    def add_usage(self, shash: bytes, records: int = 0, nbytes: int = 0,
+                  shell_pool: int = 0) -> ScopeUsage:
         u = self.usage(shash)
         u.records += records
         u.bytes += nbytes
+        u.shell_pool += shell_pool
         if u.records <= 0 and u.bytes <= 0:
             self.txn.delete(shash, db=self.dbs["scopes"])
         else:

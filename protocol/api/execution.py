@@ -42,6 +42,16 @@ class RunParams(Scoped, kw_only=True):
     rows: TerminalSize | None = None
     cols: TerminalSize | None = None
     name: str = ""
+    #: What `env` is laid over: `daemon`, the daemon's own environment (the spec's shape:
+    #: `env` adds to it); `none`, nothing — `env` is the child's whole environment (what the
+    #: CLI sends: the caller's environment at submit, as `pueue add` does). Either way the
+    #: environment is kept private to the record (`Execution get` with `include_env`).
+    env_base: Literal["daemon", "none"] = "daemon"
+    #: Stream the output on this call as `follow` does, from the first byte (`vigil run
+    #: --wait`): the answer comes first, then `FollowEvent`s until the execution ended. The
+    #: stream is attached before the command starts, so none of a fast command's first
+    #: bytes can be pruned by retention before a separate `follow` call would get there.
+    follow: bool = False
 
 
 # --- records as clients see them -------------------------------------------------------------
@@ -106,6 +116,9 @@ class ExecutionView(msgspec.Struct, kw_only=True):
     recognized_state: str | None = None
     command_truncated: bool = False
     argv_truncated: bool = False
+    #: Why the command could not be started (`exited` with 127: not found, 126: not
+    #: executable), as a shell would say it; null when it started.
+    start_error: str | None = None
 
 
 class CompactExecution(msgspec.Struct, kw_only=True):
@@ -130,15 +143,19 @@ class RunResult(msgspec.Struct, kw_only=True):
 
 
 class ListAction(msgspec.Struct, tag_field="type", tag="list", kw_only=True):
-    """The scope's executions, newest first."""
+    """The scope's executions, newest first; `offset` skips that many of the newest (the
+    next page of a listing longer than the largest `limit`)."""
 
     limit: int | None = None
+    offset: Annotated[int, Meta(ge=0)] = 0
 
 
 class GetAction(msgspec.Struct, tag_field="type", tag="get", kw_only=True):
-    """One execution, with its conversation-recovery advice."""
+    """One execution, with its conversation-recovery advice; `include_env` adds the
+    environment it was started with (never shown unless asked: it may hold secrets)."""
 
     execution_id: str
+    include_env: bool = False
 
 
 class ReadAction(msgspec.Struct, tag_field="type", tag="read", kw_only=True):
@@ -213,6 +230,10 @@ class ListData(msgspec.Struct, kw_only=True):
     #: Records retained in the scope (all of them, not only this page).
     total: int
     catalog_cursor: str
+    #: The scope's record caps (retention): standalone runs, and the persistent shell's
+    #: commands, which have a cap of their own so they never push runs out (0: unknown).
+    retention_records: int = 0
+    retention_shell_commands: int = 0
 
 
 class RecoveryAdvice(msgspec.Struct, kw_only=True):
@@ -240,6 +261,9 @@ class RecoveryAdvice(msgspec.Struct, kw_only=True):
 class GetData(msgspec.Struct, kw_only=True):
     execution: ExecutionView
     recovery: RecoveryAdvice
+    #: The environment the execution was started with: only with `include_env` (null when
+    #: not asked for, or for a record made before vigil kept it).
+    env: dict[str, str] | None = None
 
 
 class Gap(msgspec.Struct, kw_only=True):
@@ -395,6 +419,60 @@ RESULTS = {
     "wait": ExecutionResult[WaitData],
     "explain": ExecutionResult[ExplainData],
 }
+
+# --- follow: the output stream, live -----------------------------------------------------------
+
+
+class FollowParams(Scoped, kw_only=True):
+    """Stream an execution's output from `from_offset`: what the store retains, then live
+    from the output path as the guardian delivers it, until the execution has ended and
+    everything was sent (`vigil run --wait`, `vigil logs -f`). The answer comes first, then
+    events (`FollowEvent`). Nothing is lost silently: every byte the stream cannot deliver
+    (no longer retained, lost in a guardian's ring, or dropped because this reader stalled
+    for longer than its buffer holds) is a `gap` event with the exact range."""
+
+    execution_id: str
+    from_offset: Annotated[int, Meta(ge=0)] = 0
+    #: Send what is retained now and end there, even if the execution still runs
+    #: (`vigil logs` without `-f`): the stream's end is then not the execution's.
+    until_now: bool = False
+
+
+class FollowResult(msgspec.Struct, kw_only=True):
+    execution_id: str
+    #: True when the stream goes on live (the execution runs and its guardian is attached).
+    live: bool
+
+
+class FollowOutput(msgspec.Struct, tag_field="kind", tag="output", kw_only=True):
+    """Output bytes exactly as the program wrote them, starting at `offset`."""
+
+    execution_id: str
+    offset: int
+    data: bytes
+
+
+class FollowGap(msgspec.Struct, tag_field="kind", tag="gap", kw_only=True):
+    """Output in [from_offset, to_offset) that this stream cannot deliver. `reason`:
+    `retention` (no longer stored), `ring` (lost in the guardian's ring while nobody read
+    it) or `slow_reader` (this reader fell further behind than its buffer holds)."""
+
+    execution_id: str
+    from_offset: int
+    to_offset: int
+    reason: Literal["retention", "ring", "slow_reader"]
+
+
+class FollowEnd(msgspec.Struct, tag_field="kind", tag="end", kw_only=True):
+    """The stream is over: the execution has ended and every byte up to its end was sent
+    (or reported as a gap) — or, with `until_now`, everything retained when it was asked.
+    `execution` is its record at that point (final once it ended)."""
+
+    execution_id: str
+    execution: ExecutionView
+
+
+FollowEvent = FollowOutput | FollowGap | FollowEnd
 
 # --- signal and resolve ---------------------------------------------------------------------------
 

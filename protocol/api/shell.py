@@ -131,6 +131,9 @@ class BashCommandResult(msgspec.Struct, kw_only=True):
     cwd: str = ""
     output: str = ""
     output_truncated: bool = False
+    #: The command ended the shell itself (`exit 3`): the next command starts a new shell,
+    #: in the workspace root, with none of this one's variables.
+    shell_exited: bool = False
     promoted: bool = False
     requested_wait_policy: WaitPolicy | None = None
     requested_wait_ms: int | None = None

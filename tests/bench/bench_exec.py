@@ -6,9 +6,9 @@ in the same run:
   and in a detached tmux pane (completion signalled by the command itself through a
   `tmux wait-for` channel, so no fixed sleep). Rounds are interleaved and the median kept,
   because the machine is shared. Targets: vigil ≤ 1.3× the bare PTY, faster than tmux.
-  `vigil run --wait` exits when the child has ended and every retained byte was streamed;
-  bytes the reader fell behind on are reported by the CLI as no longer retained (DESIGN:
-  retention bounds the store, the child never waits for a reader) — printed as "gap".
+  `vigil run --wait` streams live from the output path and exits when the child has ended
+  and every byte was delivered; bytes it could not deliver are reported by the CLI as lost
+  (a guardian ring overrun; the child never waits for a reader) — printed as "gap".
 - `Execution list` over RPC with 10k records in the scope (target ≤ 30 ms), next to the
   store's own `list` in-process. The records are written into the daemon's store while the
   daemon is stopped (one transaction, checked with `Store.check_invariants`), in the scope
@@ -46,8 +46,8 @@ KiB = 1024
 MiB = 1024 * 1024
 #: Terminal size of every peer: vigil's default PTY (spec: 200×50).
 COLS, ROWS = 200, 50
-#: Matches the CLI's stderr line for output the reader fell behind on (client/cmd_exec.py).
-GAP_LINE = re.compile(r"(\d+) bytes of output are no longer retained")
+#: Matches the CLI's stderr line for output it could not deliver (client/follow.py).
+GAP_LINE = re.compile(r"(\d+) bytes of output were lost")
 
 
 def flood_command(mb: int) -> str:

@@ -56,7 +56,8 @@ def test_attach_repaints_relays_keys_and_detaches(session, cli_env):
         # Ctrl-\ detaches: the client ends with status 0, the execution keeps running.
         term.write(b"\x1c")
         assert term.wait_exit() == 0
-        assert b"[vigil: detached from " + eid[:12].encode() + b"]" in term.seen
+        assert (b"[vigil: detached from " + eid[:12].encode() + b" with Ctrl-\\; it keeps "
+                b"running (attach again: vigil attach " + eid[:12].encode() + b")]") in term.seen
         assert s.get(eid)["status"] == "running"
     finally:
         term.close()
@@ -314,3 +315,38 @@ def test_a_viewer_is_told_when_its_stream_has_a_hole():
         s.close()
     finally:
         home.cleanup()
+
+
+#: A full-screen program as vim draws one: the alternate screen, no cursor, application
+#: cursor keys, bracketed paste, mouse reporting, a background colour, a picture; it waits.
+FULL_SCREEN = ("import sys, time\n"
+               "sys.stdout.write('\\x1b[?1049h\\x1b[?25l\\x1b[?1h\\x1b[?2004h\\x1b[?1000h'\n"
+               "                 '\\x1b[44m\\x1b[2J\\x1b[5;5Hpicture')\n"
+               "sys.stdout.flush()\n"
+               "time.sleep(100)\n")
+
+
+def test_detaching_from_a_full_screen_program_gives_the_terminal_back(session, cli_env):
+    """As `tmux detach` leaves it: out of the alternate screen, modes and colours undone,
+    the cursor shown, and the notice on a fresh line at the bottom — not at vim's cursor
+    over vim's picture."""
+    s = session
+    # Started at the terminal's size: attaching then resizes nothing (a resize is
+    # daemon/screen's business, and this program would not redraw after one).
+    eid = s.run(argv=python_child(FULL_SCREEN), rows=24, cols=80)["execution_id"]
+    wait_for(lambda: "picture" in s.call("screen", execution_id=eid)["text"],
+             what="the program's picture")
+    term = Terminal.vigil(cli_env, "attach", eid, rows=24, cols=80)
+    try:
+        at = term.expect(b"picture")
+        term.write(b"\x1c")
+        assert term.wait_exit() == 0
+        after = bytes(term.seen[at:])
+        restore = (b"\x1b[?1049l\x1b[0m\x1b[?25h\x1b[?1l\x1b>\x1b[?2004l\x1b[?1000l"
+                   b"\x1b[?1002l\x1b[?1003l\x1b[?1006l\x1b[?7h\x1b[r\x1b[24;1H\r\n")
+        notice = (f"[vigil: detached from {eid[:12]} with Ctrl-\\; it keeps running "
+                  f"(attach again: vigil attach {eid[:12]})]\r\n").encode()
+        assert after.endswith(restore + notice), after
+    finally:
+        term.close()
+    assert s.get(eid)["status"] == "running"

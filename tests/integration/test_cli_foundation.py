@@ -52,6 +52,21 @@ def test_client_path_imports_no_trio_pyte_or_lmdb(home):
         assert not any(m == forbidden or m.startswith(forbidden + ".") for m in modules), forbidden
 
 
+def test_ls_and_status_import_only_what_they_need(home):
+    """The CLI stays fast (issue 12): what only other commands use is not imported."""
+    home.start_daemon()
+    for command in ("ls", "status"):
+        proc = subprocess.run([sys.executable, "-X", "importtime", "-m", "vigil.client.cli",
+                               command], capture_output=True, text=True, env=home.env)
+        assert proc.returncode == 0, proc.stderr
+        modules = {line.split("|")[-1].strip() for line in proc.stderr.splitlines() if "|" in line}
+        for unneeded in ("shtab", "json", "subprocess", "shutil", "vigil.client.follow",
+                         "vigil.client.plaintext", "vigil.client.attach",
+                         "vigil.protocol.schema", "vigil.protocol.api.agent",
+                         "vigil.protocol.api.shell", "vigil.protocol.api.terminal"):
+            assert unneeded not in modules, (command, unneeded)
+
+
 class _Adopted:
     """A daemon the CLI autostarted, stopped at cleanup like the ones the tests start."""
 

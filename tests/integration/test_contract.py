@@ -75,10 +75,8 @@ class Recorder:
 def recorder(home, workspace):
     home.start_daemon(extra_env={**herdr_world(home, workspace),
                                  "CLAUDE_CONFIG_DIR": str(home.root / "claude")})
-    s = Session(home, workspace)
-    s.client.close()
-    s.client = home.client(encoding="json")  # what a plugin in another language reads
-    rec = Recorder(s)
+    rec = Recorder(json_session(home, workspace))
+    s = rec.s
     try:
         yield rec
     finally:
@@ -145,6 +143,8 @@ def test_every_answer_validates_against_the_schema(recorder, home, workspace):
 
     # attach: the answer and every event kind it pushes (output, then exited).
     attach_one(r, home, workspace)
+    # follow, and run with follow: the answer, then output events and the end.
+    follow_one(r, home, workspace)
 
     # Agent, native: observation, a prompt to the fake agent, its receipt.
     agent = r.call("run", argv=[FAKE_AGENT])["execution"]["execution_id"]
@@ -179,16 +179,22 @@ def test_every_answer_validates_against_the_schema(recorder, home, workspace):
     # transcript: a page of the thread's events, then a follow's pushed events.
     page = r.call("transcript", run_id=s.thread_id)
     assert page["events"] and page["events"][0]["type"] == "run.started"
-    follow_one(r, home, workspace, done)
+    transcript_one(r, home, workspace, done)
 
     assert expected_answers() - r.seen == set()
 
 
-def follow_one(r: Recorder, home, workspace, run_id: str) -> None:
-    """A follow of a completed run: its answer, then its end event."""
+def json_session(home, workspace) -> Session:
+    """A session over a JSON connection (what a plugin in another language reads)."""
     s = Session(home, workspace)
     s.client.close()
     s.client = home.client(encoding="json")
+    return s
+
+
+def transcript_one(r: Recorder, home, workspace, run_id: str) -> None:
+    """A follow of a completed run: its answer, then its end event."""
+    s = json_session(home, workspace)
     events = SCHEMA["methods"]["transcript"]["events"]
     try:
         r.check("transcript", None, s.call("transcript", run_id=run_id, follow=True))
@@ -201,22 +207,40 @@ def follow_one(r: Recorder, home, workspace, run_id: str) -> None:
 
 
 def attach_one(r: Recorder, home, workspace) -> None:
-    s = Session(home, workspace)
-    s.client.close()
-    s.client = home.client(encoding="json")
-    events = SCHEMA["methods"]["attach"]["events"]
+    s = json_session(home, workspace)
     try:
         eid = r.call("run", command="read x; echo got-$x")["execution"]["execution_id"]
         answer = s.call("attach", execution_id=eid)
         r.check("attach", None, answer)
         s.call("input", execution_id=eid, text="it", keys=["Enter"])
-        kinds = []
-        while "exited" not in kinds:
-            event = s.client.next_event()
-            errors = list(validator(events).iter_errors(json.loads(json.dumps(event))))
-            assert not errors, errors[0].message
-            kinds.append(event["kind"])
+        kinds = events_until(s, "attach", "exited")
         assert kinds[0] == "output" and kinds[-1] == "exited"
+    finally:
+        s.close()
+
+
+def events_until(s: Session, method: str, last: str) -> list[str]:
+    """The kinds of the events `method`'s call pushes, each checked against the schema,
+    up to the one of kind `last`."""
+    schema = SCHEMA["methods"][method]["events"]
+    kinds: list[str] = []
+    while last not in kinds:
+        event = s.client.next_event()
+        errors = list(validator(schema).iter_errors(json.loads(json.dumps(event))))
+        assert not errors, errors[0].message
+        kinds.append(event["kind"])
+    return kinds
+
+
+def follow_one(r: Recorder, home, workspace) -> None:
+    s = json_session(home, workspace)
+    try:
+        eid = r.call("run", command="echo one; echo two")["execution"]["execution_id"]
+        r.check("follow", None, s.call("follow", execution_id=eid))
+        assert events_until(s, "follow", "end")[-1] == "end"
+        r.check("run", None, s.call("run", argv=["echo", "three"], follow=True))
+        kinds = events_until(s, "run", "end")
+        assert kinds[0] == "output" and kinds[-1] == "end"
     finally:
         s.close()
 

@@ -34,8 +34,11 @@ def test_exit_code_is_recorded_and_returned_by_run_wait(session, home, cli_env):
         ("exited", 3, None, None)
     assert rec["ended_unix_ms"] >= rec["started_unix_ms"]
 
+    # Into a pipe: plain text with LF line ends; --raw: the PTY's bytes as written.
     done = cli_bytes(cli_env, "run", "--wait", "--", "sh", "-c", "echo hi; exit 3")
-    assert (done.returncode, done.stdout, done.stderr) == (3, b"hi\r\n", b"")
+    assert (done.returncode, done.stdout, done.stderr) == (3, b"hi\n", b"")
+    raw = cli_bytes(cli_env, "run", "--wait", "--raw", "--", "sh", "-c", "echo hi; exit 3")
+    assert (raw.returncode, raw.stdout, raw.stderr) == (3, b"hi\r\n", b"")
 
 
 def test_own_signal_is_recorded_and_run_wait_exits_128_plus_n(session, home, cli_env):
@@ -66,22 +69,28 @@ def test_vigil_kill_sends_the_named_signal(session, home, cli_env):
     assert (again.returncode, again.stderr) == (1, "vigil: conflict: the execution has already exited\n")
 
 
-def test_missing_program_is_not_found_and_recorded_unknown(session, home, cli_env):
-    err = remote_error(session.run, argv=["/nonexistent/vigil-test-prog", "x"])
-    assert err.code.value == "not_found"
-    assert err.message == "exec failed for '/nonexistent/vigil-test-prog': No such file or directory"
-    eid = err.data["execution_id"]
-    rec = session.get(eid)
-    assert (rec["status"], rec["exit_code"], rec["signal"], rec["runtime"]) == \
-        ("unknown", None, None, None)
-    assert rec["unknown_reason"] == f"launch failed: {err.message}"
-    page = session.read(eid)
+def test_a_command_that_cannot_start_exits_127_or_126_with_the_reason(session, home, cli_env):
+    """Not `unknown`: the guardian ran and the command could not, a definite outcome,
+    reported as a shell reports it (POSIX: 127 not found, 126 found but not executable)."""
+    e = session.run(argv=["/nonexistent/vigil-test-prog", "x"])
+    assert (e["status"], e["exit_code"], e["signal"], e["start_error"]) == \
+        ("exited", 127, None, "/nonexistent/vigil-test-prog: command not found")
+    rec = session.get(e["execution_id"])
+    assert (rec["status"], rec["exit_code"], rec["unknown_reason"], rec["recognized_state"]) == \
+        ("exited", 127, None, "exited")
+    page = session.read(e["execution_id"])
     assert (page["text"], page["has_more"]) == ("", False)
 
-    done = home.cli("run", "--wait", "--", "/nonexistent/vigil-test-prog", env=cli_env)
-    assert done.returncode == 1
-    assert done.stderr == ("vigil: not_found: exec failed for '/nonexistent/vigil-test-prog': "
-                           "No such file or directory\n")
+    done = home.cli("run", "--wait", "--", "vigil-no-such-command", env=cli_env)
+    assert (done.returncode, done.stdout, done.stderr) == (
+        127, "", "vigil: vigil-no-such-command: command not found\n")
+    started = home.cli("run", "--", "/", env=cli_env)  # a directory: found, not executable
+    assert (started.returncode, started.stderr) == (126, "vigil: /: Permission denied\n")
+    eid = started.stdout.strip()
+    shown = home.cli("show", eid, env=cli_env).stdout.splitlines()
+    assert "status    not started (126)" in shown and "reason    /: Permission denied" in shown
+    listed = home.cli("ls", env=cli_env).stdout.splitlines()
+    assert any(line.startswith(eid[:12]) and "not started (126)" in line for line in listed)
 
 
 #: What the daemon says when it loses a guardian that left no exit record.
@@ -133,7 +142,7 @@ def test_logs_follow_streams_a_running_command_to_its_end(session, cli_env, work
         # The follower streams while the command runs: its first line arrives while the
         # command is held at the gate.
         first = follower.stdout.readline()
-        assert first == b"before 0\r\n"
+        assert first == b"before 0\n"  # into a pipe: plain text, LF line ends
         assert session.get(eid)["status"] == "running"
         gate.open()
         rest, err = follower.communicate(timeout=EXIT_TIMEOUT)
@@ -141,8 +150,8 @@ def test_logs_follow_streams_a_running_command_to_its_end(session, cli_env, work
         if follower.poll() is None:
             follower.kill()
             follower.wait()
-    expected = "".join(f"before {i}\r\n" for i in range(50)) + \
-        "".join(f"after {i}\r\n" for i in range(2000))
+    expected = "".join(f"before {i}\n" for i in range(50)) + \
+        "".join(f"after {i}\n" for i in range(2000))
     assert (follower.returncode, err) == (0, b"")
     assert (first + rest).decode() == expected
     rec = session.get(eid)

@@ -45,7 +45,7 @@ def test_token_file_keeps_only_hashes(home, tokens):
     again = home.cli("token", "create", "alice")
     assert again.returncode == 1 and "exists" in again.stderr
     bad = home.cli("token", "create", "no spaces")
-    assert bad.returncode == 1 and "token names are" in bad.stderr
+    assert bad.returncode == 2 and "token names are" in bad.stderr  # bad usage (issue 12)
 
 
 def test_two_tokens_cannot_see_each_other(home, server, tokens, workspace):

@@ -68,8 +68,8 @@ def test_vigil_send_keys_and_screen(session, cli_env):
     assert set(sgr[2:-1].split(b";")) >= {b"1", b"31"}
     assert after.startswith(b"\x1b[0m plain") or after.startswith(b"\x1b[m plain")
     unknown = cli_bytes(cli_env, "keys", eid[:10], "Hyper-x")
-    assert unknown.returncode == 1
-    assert unknown.stderr.startswith(b"vigil: invalid_request: unknown key 'Hyper-x'; known: ")
+    assert unknown.returncode == 2  # bad usage, found before anything is sent
+    assert unknown.stderr.startswith(b"vigil: error: unknown key 'Hyper-x'; known: Enter, ")
     keys = cli_bytes(cli_env, "keys", eid[:10], "Ctrl-d")
     assert keys.returncode == 0
     rec = s.wait_exit(eid)

@@ -35,6 +35,7 @@ SAMPLES = {
     ("input", ""): {**SCOPED, "execution_id": EID, "text": "x"},
     ("resize", ""): {**SCOPED, "execution_id": EID, "rows": 10, "cols": 10},
     ("attach", ""): {**SCOPED, "execution_id": EID},
+    ("follow", ""): {**SCOPED, "execution_id": EID},
     ("BashCommand", "command"): {**SCOPED, "action": {"type": "command", "command": "ls"}},
     ("BashCommand", "status_check"): {**SCOPED, "action": {"type": "status_check"}},
     ("BashCommand", "send_text"): {**SCOPED, "action": {"type": "send_text", "text": "x"}},
@@ -68,7 +69,7 @@ def spec_table(method: str, action: str, mode: str, profile: str, tools) -> bool
         return True
     if method == "Execution":
         return "Execution" in granted
-    if method in ("resolve", "screen", "attach", "transcript"):
+    if method in ("resolve", "screen", "attach", "follow", "transcript"):
         return bool(granted & {"Execution", "Agent"})
     if method == "Agent":
         if action == "prompt":  # trusted BashCommand authority and wcgw mode
@@ -90,7 +91,7 @@ def routed_dispatcher() -> Dispatcher:
     daemon_info.install(d, state=None, ingest=None)
     scope.install(d, scopes=None, runtimes=None, shells=None, transcripts=None)
     transcript.install(d, store=None, scopes=None, transcripts=None, settings=None)
-    execution.install(d, store=None, runtimes=None, service=None, settings=None)
+    execution.install(d, store=None, runtimes=None, service=None, outputs=None, settings=None)
     terminal.install(d, store=None, runtimes=None, settings=None)
     shell.install(d, shells=None, runtimes=None, settings=None, store=None, service=None,
                   prompts=None)

@@ -8,6 +8,7 @@ the guardian, or a pidfd becoming readable when a process exits.
 from __future__ import annotations
 
 import os
+import pathlib
 import shutil
 import signal
 import stat
@@ -27,6 +28,8 @@ from vigil.daemon.guardian.launch import launch_guardian, make_launch_spec
 from vigil.daemon.runtime.link import GuardianLink, GuardianRefused, GuardianTimeout
 from vigil.protocol.frames import FrameDecoder, encode_frame
 from vigil.daemon.settings import DEFAULTS
+
+from tests.support.executions import Gate
 
 TIMEOUT = 20  # generous bound for a loaded 2-core CI box; tests finish in milliseconds
 
@@ -170,7 +173,7 @@ async def next_message(link: GuardianLink):
 
 async def test_output_offsets_and_exit_code(guardians):
     link, spec = await guardians.connect(["sh", "-c", "printf 'hello\\nworld'; exit 3"])
-    assert link.welcome.protocol == 2
+    assert link.welcome.protocol == 3
     assert (link.welcome.rows, link.welcome.cols) == (50, 200)
     link.subscribe(0)
     data, msgs, exited = await until_exited(link)
@@ -394,7 +397,7 @@ async def test_handshake_errors_close_the_connection(guardians):
     identity, spec = await guardians.start(["sleep", "100"])
     got, closed = await _raw_exchange(spec.socket_path, wire.encode(wire.Hello(protocol=(5, 6))))
     assert closed and got == [
-        wire.Error(code="unsupported_protocol", message="daemon speaks guardian protocol 5..6, this guardian 1..2")
+        wire.Error(code="unsupported_protocol", message="daemon speaks guardian protocol 5..6, this guardian 1..3")
     ]
     got, closed = await _raw_exchange(spec.socket_path, wire.encode(wire.Foreground()))
     assert closed and got == [wire.Error(code="handshake_required", message="Foreground before Hello")]
@@ -444,14 +447,14 @@ async def test_overflow_without_subscriber_is_one_exact_gap(guardians):
     ]
 
 
+#: A flood much larger than a small ring, through small buffers: the daemon's slowness shows.
+FLOOD = 4_000_000
+SMALL_BUFFERS = dict(ring_bytes=64 * 1024, send_buffer_bytes=16 * 1024, output_frame_bytes=4096)
+
+
 async def test_slow_daemon_gets_exact_gaps_and_the_child_never_waits(guardians):
-    total = 4_000_000
-    link, _ = await guardians.connect(
-        ["head", "-c", str(total), "/dev/zero"],
-        ring_bytes=64 * 1024,
-        send_buffer_bytes=16 * 1024,
-        output_frame_bytes=4096,
-    )
+    total = FLOOD
+    link, _ = await guardians.connect(["head", "-c", str(total), "/dev/zero"], **SMALL_BUFFERS)
     link.subscribe(0)
     # Do not read: the socket fills, the guardian stops sending, the child still finishes.
     await wait_gone(link.identity.child_pid)
@@ -462,6 +465,41 @@ async def test_slow_daemon_gets_exact_gaps_and_the_child_never_waits(guardians):
     assert len(data) + sum(g.end - g.start for g in gaps) == total
     assert data == bytes(len(data))
     assert len(data) >= 64 * 1024  # at least the final ring's worth arrives
+
+
+async def test_a_held_guardian_makes_the_child_wait_instead_of_losing_bytes(guardians):
+    """v3 `Hold`: the same 4 MB through the same 64 KiB ring to a daemon that stops reading
+    for a while — the child waits (its writes block on the full PTY) and every byte
+    arrives, in order, no Gap."""
+    total = FLOOD
+    gate = Gate(pathlib.Path(guardians.root) / "go")  # the flood starts once we hold
+    link, _ = await guardians.connect(
+        ["sh", "-c", f"cat {gate.path} >/dev/null; head -c {total} /dev/zero"], **SMALL_BUFFERS)
+    assert link.hold(True)
+    link.subscribe(0)
+    await trio.to_thread.run_sync(gate.open)
+    # Not read for a moment: the child cannot finish meanwhile; it waits for us.
+    with trio.move_on_after(0.5):
+        await wait_gone(link.identity.child_pid)
+        raise AssertionError("the child finished while nobody read its held output")
+    data, msgs, exited = await until_exited(link)  # contiguous from 0
+    assert [m for m in msgs if isinstance(m, wire.Gap)] == []
+    assert exited.end_offset == total and data == bytes(total)
+
+
+async def test_hold_is_the_connections_a_new_one_starts_unheld(guardians):
+    total = 2_000_000
+    link, spec = await guardians.connect(["head", "-c", str(total), "/dev/zero"],
+                                         ring_bytes=64 * 1024, exit_linger_seconds=30.0)
+    link.hold(True)
+    link.subscribe(0)
+    await link.aclose()  # the daemon goes away: nothing holds the child any more
+    await wait_gone(link.identity.child_pid)
+    again = await guardians.link(spec.socket_path, link.identity)
+    again.subscribe(0)
+    data, msgs, exited = await until_exited(again)
+    gaps = [m for m in msgs if isinstance(m, wire.Gap)]
+    assert gaps and len(data) + sum(g.end - g.start for g in gaps) == total
 
 
 # --- exit without a daemon, records, reconnect ---------------------------------------------
@@ -532,19 +570,24 @@ async def test_lingering_guardian_exits_after_the_linger(guardians):
 
 
 @pytest.mark.parametrize(
-    "changes, code, message",
+    "changes, code, message, exit_code",
     [
-        ({"argv": ["/nonexistent/prog"]}, "not_found", "exec failed for '/nonexistent/prog': No such file or directory"),
-        ({"cwd": "/nonexistent"}, "not_found", "chdir failed for '/nonexistent': No such file or directory"),
-        ({"runtime_id": "../evil"}, "invalid_request", "invalid runtime id '../evil'"),
+        # The command cannot start: said as a shell says it, with the shell's status.
+        ({"argv": ["/nonexistent/prog"]}, "not_found", "/nonexistent/prog: command not found", 127),
+        ({"argv": ["/"]}, "invalid_request", "/: Permission denied", 126),
+        ({"cwd": "/nonexistent"}, "not_found",
+         "cannot change to /nonexistent: No such file or directory", 126),
+        # The guardian itself cannot start: no exit status (the command never had a chance).
+        ({"runtime_id": "../evil"}, "invalid_request", "invalid runtime id '../evil'", None),
     ],
 )
-async def test_launch_failures_are_reported(guardians, changes, code, message):
+async def test_launch_failures_are_reported(guardians, changes, code, message, exit_code):
     spec = msgspec.structs.replace(guardians.spec(["true"]), **changes)
     with pytest.raises(GuardianLaunchError) as info:
         await trio.to_thread.run_sync(launch_guardian, spec, DEFAULTS)
     assert info.value.code.value == code
     assert info.value.message.startswith(message)
+    assert info.value.exit_code == exit_code
     assert not os.path.exists(spec.socket_path)
 
 

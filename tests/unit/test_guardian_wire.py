@@ -2,7 +2,7 @@
 
 `tests/fixtures/guardian_wire_v1.msgpack` holds bodies encoded by the v1 build, in both
 directions, plus v1 exit records; `guardian_wire_v2.msgpack` the same for v2 (numbered
-commands, `Done`, numbered refusals). Every later build must still decode both to the
+commands, `Done`, numbered refusals); `guardian_wire_v3.msgpack` for v3 (`Hold`). Every later build must still decode both to the
 values below (a new daemon must read an old guardian, and an old guardian's messages).
 Never regenerate one to make a test pass; each was written once with
 `python tests/unit/test_guardian_wire.py --write-fixture` by the build of its version.
@@ -20,6 +20,7 @@ from vigil.protocol.frames import FrameDecoder, encode_frame
 FIXTURES = pathlib.Path(__file__).resolve().parent.parent / "fixtures"
 FIXTURE = FIXTURES / "guardian_wire_v1.msgpack"
 FIXTURE_V2 = FIXTURES / "guardian_wire_v2.msgpack"
+FIXTURE_V3 = FIXTURES / "guardian_wire_v3.msgpack"
 
 IDENTITY = wire.RuntimeIdentity(
     runtime_id="rt-0001",
@@ -86,7 +87,21 @@ V2_GUARDIAN = [
 ]
 
 
-def _fixture_bytes(daemon=V2_DAEMON, guardian=V2_GUARDIAN) -> bytes:
+V3_DAEMON = [
+    wire.Hello(protocol=(1, 3), client="vigild"),
+    *V2_DAEMON[1:],
+    wire.Hold(on=True),
+    wire.Hold(on=False),
+]
+V3_GUARDIAN = [
+    *V2_GUARDIAN,
+    wire.Welcome(
+        protocol=3, identity=IDENTITY, ring_start=0, ring_end=12, exit=None, rows=50, cols=200, acked_offset=0
+    ),
+]
+
+
+def _fixture_bytes(daemon=V3_DAEMON, guardian=V3_GUARDIAN) -> bytes:
     enc = msgspec.msgpack.Encoder()
     return msgspec.msgpack.encode(
         {
@@ -99,8 +114,9 @@ def _fixture_bytes(daemon=V2_DAEMON, guardian=V2_GUARDIAN) -> bytes:
 
 
 @pytest.mark.parametrize("path, daemon, guardian", [(FIXTURE, V1_DAEMON, V1_GUARDIAN),
-                                                    (FIXTURE_V2, V2_DAEMON, V2_GUARDIAN)],
-                         ids=["v1", "v2"])
+                                                    (FIXTURE_V2, V2_DAEMON, V2_GUARDIAN),
+                                                    (FIXTURE_V3, V3_DAEMON, V3_GUARDIAN)],
+                         ids=["v1", "v2", "v3"])
 def test_fixture_still_decodes(path, daemon, guardian):
     stored = msgspec.msgpack.decode(path.read_bytes())
     assert [wire.decode_daemon_message(b) for b in stored["daemon"]] == daemon
@@ -119,7 +135,8 @@ def test_v1_commands_decode_as_unnumbered():
 def test_v2_fixture_is_what_this_build_encodes():
     # Not required for compatibility, but a change here means the encoding changed: decide
     # consciously (and keep the old fixtures decoding) rather than by accident.
-    assert FIXTURE_V2.read_bytes() == _fixture_bytes()
+    assert FIXTURE_V2.read_bytes() == _fixture_bytes(V2_DAEMON, V2_GUARDIAN)
+    assert FIXTURE_V3.read_bytes() == _fixture_bytes()
 
 
 @pytest.mark.parametrize("msg", V1_DAEMON, ids=lambda m: type(m).__name__)
@@ -177,7 +194,8 @@ def test_guardian_message_sent_to_guardian_is_rejected():
 
 
 @pytest.mark.parametrize(
-    "theirs, chosen", [((1, 1), 1), ((1, 9), 2), ((0, 1), 1), ((2, 3), 2), ((3, 4), None), ((0, 0), None)]
+    "theirs, chosen", [((1, 1), 1), ((1, 9), 3), ((0, 1), 1), ((2, 3), 3), ((1, 2), 2),
+                       ((4, 5), None), ((0, 0), None)]
 )
 def test_negotiate(theirs, chosen):
     assert wire.negotiate(theirs) == chosen
@@ -198,7 +216,7 @@ def test_launch_spec_and_result_round_trip():
 
 
 if __name__ == "__main__" and sys.argv[1:] == ["--write-fixture"]:
-    if FIXTURE_V2.exists():
-        sys.exit(f"{FIXTURE_V2} exists: fixtures are written once, by the build of their version")
-    FIXTURE_V2.write_bytes(_fixture_bytes())
-    print(f"wrote {FIXTURE_V2}")
+    if FIXTURE_V3.exists():
+        sys.exit(f"{FIXTURE_V3} exists: fixtures are written once, by the build of their version")
+    FIXTURE_V3.write_bytes(_fixture_bytes())
+    print(f"wrote {FIXTURE_V3}")

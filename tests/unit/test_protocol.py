@@ -231,3 +231,13 @@ def test_settings_doc_is_current():
         "docs/settings.md is stale: regenerate it with "
         "python -c 'from vigil.daemon.settings import settings_markdown as m; "
         "open(\"docs/settings.md\",\"w\").write(m())'")
+
+
+def test_the_family_table_names_each_methods_module():
+    """`lookup` imports only a method's family: the table must say the right one."""
+    from vigil.protocol.methods import FAMILY
+
+    methods = all_methods()
+    assert set(FAMILY) == {m.name for m in methods}
+    for m in methods:
+        assert m.params.__module__ == f"vigil.protocol.api.{FAMILY[m.name]}", m.name

@@ -136,6 +136,61 @@ def test_record_count_evicts_oldest_terminal_never_active(tmp_path, clock):
     store.close()
 
 
+def test_the_persistent_shell_has_a_record_pool_of_its_own(tmp_path, clock):
+    """Shell commands (and the shell) never push standalone runs out, and runs never push
+    shell commands out: each pool is capped on its own (issue 12)."""
+    store = open_store(tmp_path, clock, retention_records_per_scope=2,
+                       retention_shell_commands_per_scope=3)
+    t = iter(range(T0, T0 + 100))
+
+    def done(**fields):
+        rec = store.create_execution(new_record(started=next(t), **fields))
+        store.update(rec.execution_id, status="exited", exit_code=0)
+        return rec.execution_id
+
+    runs = [done(), done()]
+    shell = store.create_execution(new_record(started=next(t), kind="shell")).execution_id
+    commands = [done(kind="shell_command") for _ in range(6)]
+    kept = {r.execution_id for r in store.list(SCOPE).records}
+    # Runs untouched; the shell (active) plus the two newest commands fill the shell pool.
+    assert kept == {*runs, shell, *commands[-2:]}
+    newer = [done(), done()]
+    kept = {r.execution_id for r in store.list(SCOPE).records}
+    assert kept == {*newer, shell, *commands[-2:]}
+    assert store.list(SCOPE).total == 5
+    store.check_invariants()
+    store.close()
+
+
+def test_a_scope_counted_before_the_shell_pool_is_counted_once(tmp_path, clock):
+    """Scope usage written by an older vigil has no shell-pool count (it decodes as -1):
+    the first look counts the scope's shell records, and the count is kept from then on."""
+    import msgspec
+
+    from vigil.daemon.store.tx import ScopeUsage
+
+    store = open_store(tmp_path, clock, retention_shell_commands_per_scope=2)
+    for kind in ("shell", "shell_command", "standalone"):
+        store.create_execution(new_record(kind=kind))
+
+    def rewrite_as_old(tx):
+        shash = scope_hash(SCOPE)
+        usage = tx.usage(shash)
+        tx.txn.put(shash, msgspec.msgpack.encode([usage.records, usage.bytes]),
+                   db=tx.dbs["scopes"])
+
+    store._write(rewrite_as_old)
+
+    def usage(tx):
+        return tx.usage(scope_hash(SCOPE))
+
+    assert store._write(usage) == ScopeUsage(records=3, bytes=0, shell_pool=2)
+    store.create_execution(new_record(kind="shell_command"))  # 3 > 2, all active: kept
+    assert store._write(usage).shell_pool == 3
+    store.check_invariants()
+    store.close()
+
+
 def test_terminal_records_expire_after_24h_from_their_outcome(tmp_path, clock):
     store = open_store(tmp_path, clock)
     done = store.create_execution(new_record())

@@ -1,6 +1,6 @@
-"""The MCP text rendering carries a turn's summary (the model-context projection) on one
-line beside `Agent get` and prompt answers: counts, tools, how it ended, the ref."""
-
+"""The turn summary as clients show it: the MCP text rendering carries it on one line
+beside `Agent get` and prompt answers (counts, tools, how it ended, the ref); the CLI offers the
+protocol's trace modes."""
 from __future__ import annotations
 
 import msgspec
@@ -40,3 +40,10 @@ def test_an_answer_without_a_turn_renders_as_before():
                "activity_reason": "output", "condition": "pending"}
     assert render("Agent", {"status": "ok", "data": {"receipt": receipt}}) == (
         "receipt p1: delivery delivered, activity busy (output), condition pending")
+
+
+def test_the_cli_spells_the_protocols_trace_modes():
+    from vigil.client.commands.trace import MODES
+    from vigil.protocol.api.trace import TRACE_MODES
+
+    assert MODES == TRACE_MODES
