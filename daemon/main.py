@@ -30,6 +30,7 @@ from vigil.daemon.history.follow import OutputStream
 from vigil.daemon.history.service import ExecutionService
 from vigil.daemon.methods import agent as agent_methods
 from vigil.daemon.methods import daemon_info, execution, scope, shell, terminal
+from vigil.daemon.methods import projection as projection_methods
 from vigil.daemon.methods import transcript as transcript_methods
 from vigil.daemon.process import logs, memory, rendezvous, systemd
 from vigil.daemon.process.keeper import keep_reachable
@@ -39,6 +40,7 @@ from vigil.daemon.recognize.live import RecognitionFactory
 from vigil.daemon.rpc.dispatch import Dispatcher
 from vigil.daemon.rpc.scopes import Scopes, ThreadRecord
 from vigil.daemon.rpc.server import Server
+from vigil.daemon.projection.hub import ProjectionHub
 from vigil.daemon.runtime.lifecycle import LifecycleBus
 from vigil.daemon.runtime.manager import RuntimeManager
 from vigil.daemon.settings import Settings, SettingsError, load_settings
@@ -102,6 +104,9 @@ async def serve(state: DaemonState, claim: rendezvous.Claim, ready_fd: int | Non
                               guardian_dir=paths.guardian_dir(), log_dir=str(state.state_dir))
     shells = ShellManager(scopes, store, runtimes, settings,
                           shell_dir=os.path.join(paths.guardian_dir(), "shells"))
+    projection = ProjectionHub(
+        settings, lambda tid: thread.principal if (thread := scopes.get(tid)) else None,
+        lambda: [live.record for live in runtimes.live.values()])
     transcripts = traces = None
     if settings.transcripts_enabled:
         if settings.archives_enabled:  # built from the transcript's events
@@ -114,13 +119,15 @@ async def serve(state: DaemonState, claim: rendezvous.Claim, ready_fd: int | Non
             traces = TraceService(store, archive_files, builder, writer, settings)
         transcripts = Recorder(TranscriptFiles(state.state_dir / "transcripts", settings),
                                FanOut(settings.subscriber_buffer_events), settings,
-                               archives=traces.builder if traces else None)
+                               archives=traces.builder if traces else None,
+                               observers=(projection,))
     agent_logs = AgentLogs(transcripts, bus, settings) if transcripts else None
     executions = ExecutionService(store, runtimes, bus, registry, settings, agent_logs)
     prompts = PromptService(store, runtimes, registry, settings, transcripts,
                             traces.builder if traces else None)
     if transcripts is not None:
         bus.observe(TranscriptObserver(transcripts, agent_logs, runtimes))
+    bus.observe(projection.lifecycle)  # after the transcript: a step ends before its run
 
     usage = UsageLog(state.state_dir / USAGE_FILE, settings)
     dispatcher = Dispatcher(scopes, usage, transcripts)
@@ -136,10 +143,12 @@ async def serve(state: DaemonState, claim: rendezvous.Claim, ready_fd: int | Non
                   service=executions, prompts=prompts)
     agent_methods.install(dispatcher, service=executions, prompts=prompts, settings=settings,
                           traces=traces)
+    projection_methods.install(dispatcher, hub=projection, store=store, settings=settings)
     server = Server(state, dispatcher)
     with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
         async with trio.open_nursery() as nursery:
             await nursery.start(usage.run)
+            await nursery.start(projection.run)
             if transcripts is not None:
                 await nursery.start(agent_logs.run)
                 transcripts.files.prune(force=True)
@@ -163,6 +172,7 @@ async def serve(state: DaemonState, claim: rendezvous.Claim, ready_fd: int | Non
                 systemd.notify("STOPPING=1")
                 break
             nursery.cancel_scope.cancel()
+    projection.close()
     if transcripts is not None:
         transcripts.close()
 

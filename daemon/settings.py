@@ -256,6 +256,13 @@ class Settings(WireLimits, kw_only=True, forbid_unknown_fields=True, frozen=True
     archive_commit_wait_seconds: _f(0, 30, "a prompt's answer waits at most this long, once the agent is back at its input, for its turn's archive to be committed, so the answer carries the final summary (ours: 1 s)") = 1.0
     trace_payload_chars: _r(16, 1 << 20, "longest payload one get_trace answer shows, so one large result does not crowd out every other step (ours: 4,000)") = 4000
 
+    # --- UI projection (seeds/002: subscribe, trace_snapshot) --------------------------------
+    projection_buffer_events: _r(1, 1 << 20, "per-subscriber buffer of `subscribe`; past it the newest events are dropped for that subscriber and counted (seeds/002 via issue 15: 256)") = 256
+    projection_progress_seconds: _f(0.01, 60, "output activity of one execution is pushed at most this often (EXECUTION_PROGRESS; state changes go at once) (ours: 0.25 s, four frames a second for a dashboard)") = 0.25
+    projection_snapshot_events: _r(1, 65536, "recent events held per execution for `trace_snapshot` (ours: 128)") = 128
+    projection_executions_kept: _r(1, 1 << 20, "ended executions whose projection is held (the least recently changed is forgotten first); running ones are always held (ours: 512)") = 512
+    projection_tail_bytes: _r(16, 65536, "output bytes kept per execution to find its last line (ours: 512)") = 512
+
 
 def config_path() -> Path:
     explicit = os.environ.get("VIGIL_CONFIG")

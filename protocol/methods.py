@@ -154,10 +154,19 @@ def _transcript(transcript) -> None:
     EVENTS["transcript"] = transcript.TranscriptStreamEvent
 
 
+def _projection(projection) -> None:
+    register("subscribe", projection.SubscribeParams, projection.SubscribeResult,
+             "Stream the UI projection of executions (start, progress, steps, tools, end), "
+             "bounded per subscriber.")
+    register("trace_snapshot", projection.TraceSnapshotParams, projection.TraceSnapshotResult,
+             "An execution's projection now and its recent events, to merge after a reconnect.")
+    EVENTS["subscribe"] = projection.ProjectionEvent
+
+
 #: Each family's registrations, by its module name under `vigil.protocol.api`.
 _FAMILIES: dict[str, Callable[[Any], None]] = {
     "daemon": _daemon, "scope": _scope, "execution": _execution, "terminal": _terminal,
-    "shell": _shell, "agent": _agent, "transcript": _transcript,
+    "shell": _shell, "agent": _agent, "transcript": _transcript, "projection": _projection,
 }
 #: Method → family. A test checks it against the families' registrations.
 FAMILY = {
@@ -165,6 +174,7 @@ FAMILY = {
     "run": "execution", "Execution": "execution", "follow": "execution", "signal": "execution",
     "resolve": "execution", "screen": "terminal", "input": "terminal", "resize": "terminal",
     "attach": "terminal", "BashCommand": "shell", "Agent": "agent", "transcript": "transcript",
+    "subscribe": "projection", "trace_snapshot": "projection",
 }
 _LOADED: set[str] = set()
 

@@ -48,6 +48,19 @@ class _Pending:
     bytes: int = 0
 
 
+def _tail(output: list[tuple[int, bytes]], size: int) -> bytes:
+    """The last `size` bytes of a batch's output (what the UI projection finds the last line
+    in), without joining the whole batch."""
+    parts: list[bytes] = []
+    need = size
+    for _, data in reversed(output):
+        parts.append(data[-need:])
+        need -= len(parts[-1])
+        if need <= 0:
+            break
+    return b"".join(reversed(parts))
+
+
 class IngestHealth(msgspec.Struct, kw_only=True):
     """Whether commits succeed; what `status` reports about the store."""
 
@@ -230,7 +243,10 @@ class Ingest:
             if pending.screen is not None:
                 kinds.append("screen")
             for kind in kinds:
-                self.bus.publish(LifecycleEvent(kind=kind, scope=rec.scope, execution_id=eid,
-                                                at_unix_ms=rec.observed_at_unix_ms, record=rec))
+                self.bus.publish(LifecycleEvent(
+                    kind=kind, scope=rec.scope, execution_id=eid,
+                    at_unix_ms=rec.observed_at_unix_ms, record=rec,
+                    data={"tail": _tail(pending.output, self.settings.projection_tail_bytes)}
+                    if kind == "output" else {}))
         for eid in result.missing:
             log.warning("ingest for unknown execution %s dropped", eid)

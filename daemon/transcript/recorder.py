@@ -61,8 +61,9 @@ Masker = Callable[[ExchangeEvent], ExchangeEvent]
 
 
 class EventObserver(Protocol):
-    """What is handed every event once it is on disk (the archive builder). It must never
-    raise: it is told, it does not decide."""
+    """What is handed every event once it is on disk (the archive builder, the UI
+    projection), before the subscribers. It must never raise nor block: it is told, it does
+    not decide."""
 
     def observe(self, event: ExchangeEvent) -> None: ...
 
@@ -75,12 +76,13 @@ def _outcome(rec: ExecutionRecord) -> dict[str, Any]:
 
 class Recorder:
     def __init__(self, files: TranscriptFiles, fanout: FanOut, settings: Settings,
-                 masker: Masker | None = None, archives: EventObserver | None = None):
+                 masker: Masker | None = None, archives: EventObserver | None = None,
+                 observers: tuple[EventObserver, ...] = ()):
         self.files = files
         self.fanout = fanout
         self.settings = settings
         self.masker = masker
-        self.archives = archives
+        self.observers = ((archives,) if archives is not None else ()) + observers
         self.written = 0
         self._failing: set[str] = set()
         self.closed = False
@@ -114,8 +116,8 @@ class Recorder:
             return None
         self._failing.discard(run_id)
         self.written += 1
-        if self.archives is not None:
-            self.archives.observe(event)
+        for observer in self.observers:
+            observer.observe(event)
         self.fanout.publish(event)
         return event
 

@@ -105,6 +105,9 @@ def test_every_answer_validates_against_the_schema(recorder, home, workspace):
     r.check("ping", None, client.call("ping", {}))
     r.check("status", None, client.call("status", {}))
     r.check("Initialize", None, client.call("Initialize", {"workspace_root": str(workspace)}))
+    # The UI projection of everything below, checked at the end.
+    watcher = json_session(home, workspace)
+    r.check("subscribe", None, watcher.call("subscribe"))
 
     # An execution that waits for input, and one that ended.
     cat = r.call("run", argv=["cat"])["execution"]["execution_id"]
@@ -181,7 +184,30 @@ def test_every_answer_validates_against_the_schema(recorder, home, workspace):
     assert page["events"] and page["events"][0]["type"] == "run.started"
     transcript_one(r, home, workspace, done)
 
+    r.call("trace_snapshot", execution_id=done)
+    projection_seen(r, watcher)
     assert expected_answers() - r.seen == set()
+
+
+def projection_seen(r: Recorder, watcher: Session) -> None:
+    """Every event the subscription pushed during the test validates; it saw executions
+    start, progress, steps end, and executions end in each way (an agent's tool events are
+    checked against the schema in test_projection)."""
+    last = r.call("run", argv=["true"])["execution"]["execution_id"]
+    schema = SCHEMA["methods"]["subscribe"]["events"]
+    kinds: set[str] = set()
+    try:
+        while True:
+            event = watcher.client.next_event()
+            errors = list(validator(schema).iter_errors(json.loads(json.dumps(event))))
+            assert not errors, errors[0].message
+            kinds.add(event["kind"])
+            if event["kind"] == "EXECUTION_COMPLETE" and event["execution_id"] == last:
+                break
+    finally:
+        watcher.close()
+    assert {"EXECUTION_START", "EXECUTION_PROGRESS", "NODE_COMPLETE", "EXECUTION_COMPLETE",
+            "EXECUTION_FAILED", "EXECUTION_CANCELLED"} <= kinds, kinds
 
 
 def json_session(home, workspace) -> Session:
