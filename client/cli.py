@@ -24,7 +24,7 @@ from .output import UsageError
 #: How `vigil --help` groups the commands (title → command names, in order).
 GROUPS = {
     "start work": ("run", "sh"),
-    "watch": ("ls", "show", "logs", "screen", "wait", "explain"),
+    "watch": ("ls", "show", "logs", "screen", "wait", "explain", "top"),
     "interact": ("attach", "send", "keys", "kill", "prompt"),
     "agents and records": ("mcp", "token", "transcript", "trace", "report"),
     "the daemon and tools": ("status", "daemon", "service", "protocol", "completion"),

@@ -8,5 +8,5 @@ tables); everything a command needs to *run* is imported inside its handler, so 
 """
 
 #: The command modules, in the order their commands are registered.
-MODULES = ("run", "history", "terminal", "shell", "agent", "transcript", "trace", "mcp", "report",
-           "daemon")
+MODULES = ("run", "history", "terminal", "shell", "agent", "transcript", "trace", "top", "mcp",
+           "report", "daemon")
