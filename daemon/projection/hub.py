@@ -45,7 +45,7 @@ from vigil.protocol.api.projection import (
     ToolCallEvent,
     ToolResultEvent,
 )
-from vigil.protocol.transcript import ExchangeEvent
+from vigil.protocol.transcript import CommandBlock, ExchangeEvent, ToolResultBlock, ToolUseBlock
 
 from .subscriber import Subscriber
 
@@ -203,7 +203,7 @@ class ProjectionHub:
                 return  # the terminal step is the execution itself: its end is EXECUTION_*
             status = getattr(p, "status", None)
             code = next((b.exit_code for b in getattr(p, "blocks", ())
-                         if getattr(b, "type", None) == "command"), None)
+                         if isinstance(b, CommandBlock)), None)
             failed = (code not in (None, 0) or status in ("unknown", "interrupted")
                       or (node == "agent" and status == "exited"))
             kind = NodeFailed if failed else NodeComplete
@@ -211,11 +211,11 @@ class ProjectionHub:
                                   node=node, status=status, exit_code=code))
         elif event.type in ("tool.call", "tool.result"):
             for b in getattr(p, "blocks", ()):
-                if getattr(b, "type", None) == "tool_use":
+                if isinstance(b, ToolUseBlock):
                     self._emit(held, ToolCallEvent(execution_id=eid, seq=0, at_unix_ms=at,
                                                    path=event.path, tool_name=b.tool_name,
                                                    tool_id=b.tool_id))
-                elif getattr(b, "type", None) == "tool_result":
+                elif isinstance(b, ToolResultBlock):
                     self._emit(held, ToolResultEvent(execution_id=eid, seq=0, at_unix_ms=at,
                                                      path=event.path, tool_id=b.tool_id,
                                                      is_error=b.is_error))
