@@ -232,7 +232,12 @@ class Ingest:
             log.warning("ingest dropped an impossible update of %s: %s", eid, reason)
         for eid, rec in result.records.items():
             self._on_committed(rec)
-            pending = items[eid]
+            pending = items.get(eid)
+            if pending is None:
+                # Not in this batch: a record whose output the scope's byte retention pruned
+                # in this transaction (the store returns every record it touched). Nothing
+                # happened to it that its observers wait for.
+                continue
             kinds = []
             if pending.output:
                 kinds.append("output")
