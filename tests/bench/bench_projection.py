@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import statistics
+import sys
 import threading
 import time
 
@@ -81,8 +82,8 @@ def main(argv=None) -> Table:
     parser.add_argument("--quick", action="store_true", help="small sizes: only checks it runs")
     args = parser.parse_args(argv)
     executions = 10 if args.quick else 100
-    size = 100_000 if args.quick else 500_000
-    pings = 50 if args.quick else 1000
+    size = 100_000 if args.quick else 300_000
+    pings = 50 if args.quick else 500
     table = Table("projection (subscribe)")
     home = VigilHome()
     try:
@@ -106,6 +107,7 @@ def main(argv=None) -> Table:
                       "output ingested (same run)", f"{total / elapsed / 1e6:,.1f} MB/s")
             table.add("events dropped for the subscriber", f"{reader.dropped}",
                       "events delivered", f"{reader.events}")
+            print(f"flood: {table.rows[-2:]}", file=sys.stderr, flush=True)  # progress
             # 2. ping with 10 subscribers vs none, 20 executions printing each time
             results = {}
             for subscribers in (0, 10):
