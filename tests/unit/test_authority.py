@@ -10,7 +10,8 @@ import itertools
 import msgspec
 import pytest
 
-from vigil.daemon.methods import agent, daemon_info, execution, scope, shell, terminal, transcript
+from vigil.daemon.methods import agent, daemon_info, execution, projection, scope, shell, terminal
+from vigil.daemon.methods import transcript
 from vigil.daemon.rpc import authority
 from vigil.daemon.rpc.dispatch import Dispatcher
 from vigil.daemon.rpc.scopes import ThreadRecord
@@ -50,6 +51,8 @@ SAMPLES = {
     ("Agent", "wait"): {**SCOPED, "action": "wait", "target": EID},
     ("Agent", "prompt"): {**SCOPED, "action": "prompt", "target": EID, "prompt_id": "p", "text": "t"},
     ("transcript", ""): {**SCOPED, "run_id": EID},
+    ("subscribe", ""): {**SCOPED},
+    ("trace_snapshot", ""): {**SCOPED, "execution_id": EID},
 }
 
 PROFILE_GRANTS = {"full": {"BashCommand", "Execution", "Agent"},
@@ -69,7 +72,8 @@ def spec_table(method: str, action: str, mode: str, profile: str, tools) -> bool
         return True
     if method == "Execution":
         return "Execution" in granted
-    if method in ("resolve", "screen", "attach", "follow", "transcript"):
+    if method in ("resolve", "screen", "attach", "follow", "transcript", "subscribe",
+                  "trace_snapshot"):
         return bool(granted & {"Execution", "Agent"})
     if method == "Agent":
         if action == "prompt":  # trusted BashCommand authority and wcgw mode
@@ -96,6 +100,7 @@ def routed_dispatcher() -> Dispatcher:
     shell.install(d, shells=None, runtimes=None, settings=None, store=None, service=None,
                   prompts=None)
     agent.install(d, service=None, prompts=None, settings=None)
+    projection.install(d, hub=None, store=None, settings=None)
     return d
 
 
