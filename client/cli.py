@@ -24,10 +24,10 @@ from .output import UsageError
 #: How `vigil --help` groups the commands (title → command names, in order).
 GROUPS = {
     "start work": ("run", "sh"),
-    "watch": ("ls", "show", "logs", "events", "screen", "wait", "explain"),
+    "watch": ("ls", "show", "logs", "events", "screen", "wait", "explain", "top"),
     "interact": ("attach", "send", "keys", "kill", "prompt"),
     "control": ("pause", "resume", "cancel", "rerun", "approve"),
-    "agents and records": ("mcp", "token", "transcript", "report", "export", "tmp"),
+    "agents and records": ("mcp", "token", "transcript", "trace", "report", "export", "tmp"),
     "the daemon and tools": ("status", "daemon", "service", "protocol", "completion"),
 }
 

@@ -22,11 +22,16 @@ import trio
 import msgspec
 
 from vigil.daemon.agent.prompts import PromptService
+from vigil.daemon.archive.builder import ArchiveBuilder, CatalogWriter
+from vigil.daemon.archive.cleanup import run_cleanup
+from vigil.daemon.archive.files import ArchiveFiles
+from vigil.daemon.archive.service import TraceService
 from vigil.daemon.history.follow import OutputStream
 from vigil.daemon.history.service import ExecutionService
 from vigil.daemon.methods import agent as agent_methods
 from vigil.daemon.methods import daemon_info, execution, scope, shell, terminal
 from vigil.daemon.methods import temporary as temporary_methods
+from vigil.daemon.methods import projection as projection_methods
 from vigil.daemon.methods import transcript as transcript_methods
 from vigil.daemon.process import logs, memory, rendezvous, systemd
 from vigil.daemon.process.keeper import keep_reachable
@@ -38,6 +43,7 @@ from vigil.daemon.rpc.scopes import Scopes, ThreadRecord
 from vigil.daemon.rpc.server import Server
 from vigil.daemon.runtime.controls import Controls
 from vigil.daemon.runtime.events import ExecutionLog
+from vigil.daemon.projection.hub import ProjectionHub
 from vigil.daemon.runtime.lifecycle import LifecycleBus
 from vigil.daemon.runtime.manager import RuntimeManager
 from vigil.daemon.settings import Settings, SettingsError, load_settings
@@ -108,15 +114,30 @@ async def serve(state: DaemonState, claim: rendezvous.Claim, ready_fd: int | Non
     shells = ShellManager(scopes, store, runtimes, settings,
                           shell_dir=os.path.join(paths.guardian_dir(), "shells"),
                           helper_dirs=helper_dirs)
-    transcripts = None
+    projection = ProjectionHub(
+        settings, lambda tid: thread.principal if (thread := scopes.get(tid)) else None,
+        lambda: [live.record for live in runtimes.live.values()])
+    transcripts = traces = None
     if settings.transcripts_enabled:
+        if settings.archives_enabled:  # built from the transcript's events
+            archive_files = ArchiveFiles(state.state_dir / "archives")
+            writer = CatalogWriter(store, archive_files, settings)
+            builder = ArchiveBuilder(
+                archive_files, writer, settings, clock=store.clock,
+                records=lambda eid: live.record if (live := runtimes.live.get(eid)) else None)
+            builder.resume(store.uncommitted_archives())
+            traces = TraceService(store, archive_files, builder, writer, settings)
         transcripts = Recorder(TranscriptFiles(state.state_dir / "transcripts", settings),
-                               FanOut(settings.subscriber_buffer_events), settings)
+                               FanOut(settings.subscriber_buffer_events), settings,
+                               archives=traces.builder if traces else None,
+                               observers=(projection,))
     agent_logs = AgentLogs(transcripts, bus, settings) if transcripts else None
     executions = ExecutionService(store, runtimes, bus, registry, settings, agent_logs)
-    prompts = PromptService(store, runtimes, registry, settings, transcripts)
+    prompts = PromptService(store, runtimes, registry, settings, transcripts,
+                            traces.builder if traces else None)
     if transcripts is not None:
         bus.observe(TranscriptObserver(transcripts, agent_logs, runtimes))
+    bus.observe(projection.lifecycle)  # after the transcript: a step ends before its run
 
     helpers = TemporaryHelpers(helper_dirs, store, runtimes, shells, scopes, settings)
     usage = UsageLog(state.state_dir / USAGE_FILE, settings)
@@ -133,15 +154,21 @@ async def serve(state: DaemonState, claim: rendezvous.Claim, ready_fd: int | Non
     terminal.install(dispatcher, store=store, runtimes=runtimes, settings=settings)
     shell.install(dispatcher, shells=shells, runtimes=runtimes, settings=settings, store=store,
                   service=executions, prompts=prompts)
-    agent_methods.install(dispatcher, service=executions, prompts=prompts, settings=settings)
+    agent_methods.install(dispatcher, service=executions, prompts=prompts, settings=settings,
+                          traces=traces)
+    projection_methods.install(dispatcher, hub=projection, store=store, settings=settings)
     server = Server(state, dispatcher)
     with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
         async with trio.open_nursery() as nursery:
             await nursery.start(usage.run)
             await nursery.start(events.run)
+            await nursery.start(projection.run)
             if transcripts is not None:
                 await nursery.start(agent_logs.run)
                 transcripts.files.prune(force=True)
+            if traces is not None:
+                await nursery.start(traces.writer.run)
+                await nursery.start(run_cleanup, store, traces.files, traces.builder, settings)
             await nursery.start(runtimes.run, shells)
             await nursery.start(server.serve, claim.listener)
             await nursery.start(keep_reachable, claim, server.adopt,
@@ -159,6 +186,7 @@ async def serve(state: DaemonState, claim: rendezvous.Claim, ready_fd: int | Non
                 systemd.notify("STOPPING=1")
                 break
             nursery.cancel_scope.cancel()
+    projection.close()
     if transcripts is not None:
         transcripts.close()
 

@@ -19,9 +19,26 @@ from typing import Annotated, Literal
 import msgspec
 from msgspec import Meta
 
+from vigil.protocol.api.trace import RedactionMode, RetentionClass
 from vigil.protocol.settings import KiB, MiB, WireLimits
 from vigil.protocol.settings import float_setting as _f
 from vigil.protocol.settings import int_setting as _r
+
+
+#: Archive retention in days: from about a second (tests, a scratch workspace) to ten years.
+_days = lambda doc: _f(0.00001, 3650, doc)  # noqa: E731
+
+
+class ArchiveWorkspace(msgspec.Struct, kw_only=True, forbid_unknown_fields=True, frozen=True):
+    """The archive policy of one workspace (`[[archive_workspaces]]` in config.toml): the
+    longest `root` that is the execution's workspace or one of its parents wins; a field
+    left out takes the global `archive_*` setting."""
+
+    root: str
+    retention_class: RetentionClass | None = None
+    redaction: RedactionMode | None = None
+    completed_days: Annotated[float, Meta(ge=0.00001, le=3650)] | None = None
+    failed_days: Annotated[float, Meta(ge=0.00001, le=3650)] | None = None
 
 
 class Settings(WireLimits, kw_only=True, forbid_unknown_fields=True, frozen=True):
@@ -281,6 +298,27 @@ class Settings(WireLimits, kw_only=True, forbid_unknown_fields=True, frozen=True
     temporary_old_seconds: _f(0, 10 * 365 * 86400, "maintenance reports a helper not modified for this long as old, and deletes nothing (ours: 24 h, the spec's record retention)") = 86400.0
     temporary_siblings_reported_max: _r(0, 65536, "other managed directories of the principal that one list reports (ours: 32)") = 32
     temporary_released_remembered: _r(0, 1 << 20, "names a thread released that a retry answers `released` again, per thread, in memory (ours: 1024)") = 1024
+    # --- turn archives (seeds/002) ----------------------------------------------------------
+    archives_enabled: Annotated[bool, Meta(description="archive every agent turn under `<state>/archives/` (needs transcripts_enabled; vigil: on)")] = True
+    archive_retention_class: Annotated[RetentionClass, Meta(description="retention class stamped on a new archive: `ephemeral` (the base TTL capped at archive_ephemeral_cap_seconds), `standard` (the base TTL) or `extended` (the base TTL × archive_extended_factor) (seeds/002: standard)")] = "standard"
+    archive_redaction: Annotated[RedactionMode, Meta(description="redaction applied when an archive is written: `strict` (names, statuses, sizes, no payload bytes), `balanced` (payloads cut to archive_balanced_payload_chars, sensitive argument keys and bearer tokens / private keys masked) or `diagnostic` (payloads up to archive_diagnostic_payload_chars, nothing masked) (seeds/002: balanced)")] = "balanced"
+    archive_completed_days: _days("base TTL of the archive of a turn that ended at the agent's input, in days from its end (ours: 7)") = 7.0
+    archive_failed_days: _days("base TTL of the archive of a failed turn (the agent's process ended, it was interrupted), in days (ours: 30: a failure deserves to outlive a success, seeds/002)") = 30.0
+    archive_workspaces: Annotated[list[ArchiveWorkspace], Meta(description="per-workspace archive policy: `[[archive_workspaces]]` tables with `root` and any of `retention_class`, `redaction`, `completed_days`, `failed_days` (the longest matching root wins; vigil: none)")] = []
+    archive_ephemeral_cap_seconds: _f(1, 365 * 86400, "the longest an `ephemeral` archive lives, whatever the base TTL (seeds/002: 1 h)") = 3600.0
+    archive_extended_factor: _f(1, 1000, "the base TTL multiplier of an `extended` archive (seeds/002: 12)") = 12.0
+    archive_balanced_payload_chars: _r(0, 16 * MiB, "longest payload (text, arguments' JSON, result) a `balanced` archive keeps; the rest is cut and marked (ours: 2,048)") = 2048
+    archive_diagnostic_payload_chars: _r(0, 64 * MiB, "longest payload a `diagnostic` archive keeps (ours: 64 KiB)") = 64 * KiB
+    archive_cleanup_interval_seconds: _f(0.05, 86400, "expired archives (their stamped expiry passed) are removed this often (ours: 60 s)") = 60.0
+    archive_commit_wait_seconds: _f(0, 30, "a prompt's answer waits at most this long, once the agent is back at its input, for its turn's archive to be committed, so the answer carries the final summary (ours: 1 s)") = 1.0
+    trace_payload_chars: _r(16, 1 << 20, "longest payload one get_trace answer shows, so one large result does not crowd out every other step (ours: 4,000)") = 4000
+
+    # --- UI projection (seeds/002: subscribe, trace_snapshot) --------------------------------
+    projection_buffer_events: _r(1, 1 << 20, "per-subscriber buffer of `subscribe`; past it the newest events are dropped for that subscriber and counted (seeds/002 via issue 15: 256)") = 256
+    projection_progress_seconds: _f(0.01, 60, "output activity of one execution is pushed at most this often (EXECUTION_PROGRESS; state changes go at once) (ours: 0.25 s, four frames a second for a dashboard)") = 0.25
+    projection_snapshot_events: _r(1, 65536, "recent events held per execution for `trace_snapshot` (ours: 128)") = 128
+    projection_executions_kept: _r(1, 1 << 20, "ended executions whose projection is held (the least recently changed is forgotten first); running ones are always held (ours: 512)") = 512
+    projection_tail_bytes: _r(16, 65536, "output bytes kept per execution to find its last line (ours: 512)") = 512
 
 
 def config_path() -> Path:

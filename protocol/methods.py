@@ -172,10 +172,20 @@ def _temporary(temporary) -> None:
              results=temporary.RESULTS, select=_action_tag)
 
 
+def _projection(projection) -> None:
+    register("subscribe", projection.SubscribeParams, projection.SubscribeResult,
+             "Stream the UI projection of executions (start, progress, steps, tools, end), "
+             "bounded per subscriber.")
+    register("trace_snapshot", projection.TraceSnapshotParams, projection.TraceSnapshotResult,
+             "An execution's projection now and its recent events, to merge after a reconnect.")
+    EVENTS["subscribe"] = projection.ProjectionEvent
+
+
 #: Each family's registrations, by its module name under `vigil.protocol.api`.
 _FAMILIES: dict[str, Callable[[Any], None]] = {
     "daemon": _daemon, "scope": _scope, "execution": _execution, "terminal": _terminal,
     "shell": _shell, "agent": _agent, "transcript": _transcript, "temporary": _temporary,
+    "projection": _projection,
 }
 #: Method → family. A test checks it against the families' registrations.
 FAMILY = {
@@ -185,6 +195,7 @@ FAMILY = {
     "resume": "execution", "rerun": "execution", "screen": "terminal", "input": "terminal",
     "resize": "terminal", "attach": "terminal", "recording": "terminal", "BashCommand": "shell",
     "Agent": "agent", "transcript": "transcript", "Temporary": "temporary",
+    "subscribe": "projection", "trace_snapshot": "projection",
 }
 _LOADED: set[str] = set()
 

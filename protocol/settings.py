@@ -75,6 +75,11 @@ class WireLimits(msgspec.Struct, kw_only=True, forbid_unknown_fields=True, froze
     # --- managed temporary helpers (seeds/000, "Release managed temporary helpers") ----------
     temporary_release_names_max: _r(1, 4096, "helper names one release_temporary request may carry (vigil: 64)") = 64
     temporary_list_entries_max: _r(1, 1 << 20, "helpers one Temporary list shows by name; the usage still counts all (vigil: 1000)") = 1000
+    # --- turn archives (seeds/002) ----------------------------------------------------------
+    trace_render_chars_max: _r(
+        1000, 1 << 20, "characters of a get_trace answer's compact JSON, whatever the mode "
+        "(seeds/002: 24,000: a caller chooses a mode, never a response size)"
+    ) = 24000
 
     # --- threads (Initialize) ----------------------------------------------------------------
     thread_name_max_bytes: _r(

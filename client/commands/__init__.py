@@ -9,4 +9,4 @@ tables); everything a command needs to *run* is imported inside its handler, so 
 
 #: The command modules, in the order their commands are registered.
 MODULES = ("run", "history", "terminal", "control", "export", "shell", "agent", "transcript",
-           "tmp", "mcp", "report", "daemon")
+           "trace", "top", "tmp", "mcp", "report", "daemon")

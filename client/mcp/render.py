@@ -42,6 +42,18 @@ def _initialize(r: dict) -> str:
             + (f" temporary_dir={r['temporary_dir']}" if r.get("temporary_dir") else ""))
 
 
+def _turn(t: dict | None) -> str:
+    """The model-context projection of an agent turn, one line (detail: get_trace)."""
+    if not t:
+        return ""
+    tools = ", ".join(f"{x['name']}×{x['calls']}" for x in t["tools"])
+    return (f"\nturn {t['turn']} ({t['state']}{', ' + t['status'] if t.get('status') else ''}): "
+            f"{t['steps']} steps, {t['tool_calls']} tool calls, {t['tool_errors']} errors"
+            + (f" [{tools}]" if tools else "")
+            + (f", {t['replay_blocked_steps']} replay-blocked" if t["replay_blocked_steps"] else "")
+            + f"; archive_ref={t['archive_ref']}")
+
+
 def _execution_like(action: str | None, data: dict) -> str:
     if "executions" in data and "total" in data:
         lines = [f"{len(data['executions'])} of {data['total']} executions; "
@@ -76,7 +88,7 @@ def _execution_like(action: str | None, data: dict) -> str:
             text += f"\nrecovery: {data['recovery']['advice']}"
             if data["recovery"].get("recommendation"):
                 text += f" ({data['recovery']['recommendation']})"
-        return text
+        return text + _turn(data.get("turn"))
     if "recognizer" in data and "state" in data and "reason" in data:
         return (f"{data['execution_id']}: {data['recognizer']} says {data['state']} "
                 f"({data['source']}, rule {data.get('rule')}): {data['reason']}")
@@ -84,7 +96,8 @@ def _execution_like(action: str | None, data: dict) -> str:
         r = data["receipt"]
         return (f"receipt {r['prompt_id']}: delivery {r['delivery']}, activity {r['activity']} "
                 f"({r['activity_reason']}), condition {r['condition']}"
-                + (" (replayed: nothing sent)" if data.get("replayed") else ""))
+                + (" (replayed: nothing sent)" if data.get("replayed") else "")
+                + _turn(data.get("turn")))
     return json.dumps(data, separators=(",", ":"))
 
 

@@ -75,7 +75,9 @@ SPECS = {
         "Observe agent executions (list, get, read, explain, wait) and prompt one once per "
         "prompt_id, with a receipt (delivered/refused/uncertain; never resend an uncertain "
         "one); approve one recognized as awaiting approval, once per approval_id (its "
-        "recognizer's approve keys). backend herdr reaches operator-configured Herdr targets.",
+        "recognizer's approve keys). get and prompt carry the turn's summary; get_trace reads "
+        "a turn's archive by archive_ref or trace_key (mode summary, tool_calls — which tools "
+        "ran — or detail). backend herdr reaches operator-configured Herdr targets.",
         read_only=False, destructive=True, open_world=True),
     "Temporary": ToolSpec(
         "Temporary", "Temporary",

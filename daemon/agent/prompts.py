@@ -46,6 +46,7 @@ from vigil.daemon.settings import Settings
 from ..recognize.live import recognition_input
 from ..telemetry.phases import phase
 from ..runtime.manager import RuntimeManager
+from ..archive.builder import ArchiveBuilder
 from ..transcript.recorder import Recorder
 
 _PROMPT_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}")
@@ -79,6 +80,8 @@ class _Watch:
         self.activity = False
         self.condition: str | None = None
         self.changed = trio.Event()
+        #: (archive ref, turn) of the agent turn the delivered text opened, when archived.
+        self.archive: tuple[str, int] | None = None
 
     def on_detection(self, detection, reported: str | None, inp=None) -> None:
         if self.recognizer != "auto" and self.registry is not None and inp is not None:
@@ -133,13 +136,16 @@ class _LeftApproval(_Watch):
 
 class PromptService:
     def __init__(self, store: Store, runtimes: RuntimeManager, registry: Registry,
-                 settings: Settings, transcripts: Recorder | None = None):
+                 settings: Settings, transcripts: Recorder | None = None,
+                 archives: ArchiveBuilder | None = None):
         self.store = store
         self.runtimes = runtimes
         self.registry = registry
         self.settings = settings
         #: Told of every delivered prompt (a turn of the agent starts: `message.user`).
         self.transcripts = transcripts
+        #: Names the archive of the turn a prompt opened (its receipt carries the ref).
+        self.archives = archives
 
     def _validate(self, params: AgentParams, *, need_text: bool) -> tuple[str, str, float]:
         s = self.settings
@@ -211,6 +217,9 @@ class PromptService:
                        params.recognizer)
         delivery, why = await self._deliver_and_wait(eid, live, snap, params.text, watch, timeout)
         receipt = self._conclude(receipt, watch, delivery, why)
+        if watch.archive is not None:
+            ref, turn = watch.archive
+            receipt = msgspec.structs.replace(receipt, archive_ref=ref, trace_key=f"{eid}:{turn}")
         await self._save(receipt)
         self.runtimes.events.add(eid, "info" if delivery == "delivered" else "warn", "prompt",
                                  f"prompt {prompt_id}: {delivery}, activity {receipt.activity}, "
@@ -276,6 +285,9 @@ class PromptService:
                 # The text passed vigil's seam: the turn starts with it (before Enter, so the
                 # agent's own account of the prompt always follows it in the transcript).
                 self.transcripts.prompt_delivered(eid, text)
+                turn = self.archives.current(eid) if self.archives is not None else None
+                if turn is not None:
+                    watch.archive = (turn.ref, turn.turn)
             await trio.sleep(self.settings.prompt_enter_settle_seconds)
             if live.recognition is not None:
                 live.recognition.listeners.append(watch.on_detection)

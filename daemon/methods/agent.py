@@ -1,5 +1,6 @@
 """`Agent`: native observation (the Execution service, same semantics), native prompts with
-receipts, and the optional Herdr backend."""
+receipts, turn archives (`get_trace`; `get` and prompt answers carry the turn's summary),
+and the optional Herdr backend."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import msgspec
 
 from vigil.daemon.agent.herdr import herdr_backend_from_environ
 from vigil.daemon.agent.prompts import PromptService
+from vigil.daemon.archive.service import TraceService, check_trace_params
 from vigil.daemon.history.service import ExecutionService
 from vigil.daemon.rpc.authority import Need
 from vigil.daemon.rpc.dispatch import CallContext, Dispatcher
@@ -42,6 +44,11 @@ _NATIVE = {"list": NativeListData, "get": NativeGetData, "read": NativeReadData,
            "explain": NativeExplainData, "wait": NativeWaitData}
 
 
+def _archives_off() -> VigilError:
+    return VigilError(ErrorCode.UNAVAILABLE, "turn archives are off on this daemon "
+                      "(archives_enabled or transcripts_enabled is false in its config)")
+
+
 def authority(params: AgentParams) -> Need:
     return Need.PROMPT if params.action in ("prompt", "approve") else Need.AGENT
 
@@ -71,12 +78,28 @@ def native_action(params: AgentParams):
 
 
 def install(dispatcher: Dispatcher, *, service: ExecutionService, prompts: PromptService,
-            settings: Settings) -> None:
+            settings: Settings, traces: TraceService | None = None) -> None:
     def validate(params: AgentParams) -> None:
-        if params.backend == "native":
+        if params.action == "get_trace":
+            if params.backend != "native":
+                raise invalid_request("get_trace reads vigil's own turn archives: backend "
+                                      "must be native", "params.backend")
+            check_trace_params(params)
+        elif params.backend == "native":
             action = native_action(params)
             if action is not None:
                 service.validate(action, where="params")
+
+    async def turn_of(ctx: CallContext, receipt, settle: bool):
+        """The summary of the turn a receipt opened; `settle`: first give its archive a
+        moment to be committed (the agent is back at its input)."""
+        if traces is None or receipt.archive_ref is None:
+            return None
+        if settle:
+            turn = int(receipt.trace_key.rsplit(":", 1)[1])
+            await traces.builder.wait_committed(receipt.execution_id, turn,
+                                                settings.archive_commit_wait_seconds)
+        return await traces.summary_of(ctx.scope, receipt.execution_id, receipt.archive_ref)
 
     @dispatcher.route("Agent", authority=authority, validate=validate)
     async def agent(ctx: CallContext, params: AgentParams) -> AgentResult:
@@ -85,16 +108,23 @@ def install(dispatcher: Dispatcher, *, service: ExecutionService, prompts: Promp
             return AgentResult(data=ApproveData(receipt=receipt, replayed=replayed, keys=keys))
         if params.backend == "herdr":
             return await herdr(ctx, params)
+        if params.action == "get_trace":
+            if traces is None:
+                raise _archives_off()
+            return AgentResult(data=await traces.get_trace(ctx.scope, params))
         action = native_action(params)
         if action is not None:
             result = await dispatch_action(service, ctx, action)
             data = _NATIVE[params.action](**msgspec.structs.asdict(result.data))
+            if params.action == "get" and traces is not None:
+                data.turn = await traces.latest_summary(ctx.scope, data.execution.execution_id)
             return AgentResult(status=result.status, code=result.code, data=data)
         if params.action == "prompt":
             receipt, replayed = await prompts.prompt(ctx.scope, params)
-            return AgentResult(data=PromptData(receipt=receipt, replayed=replayed))
+            turn = await turn_of(ctx, receipt, not replayed and receipt.condition == "awaiting_input")
+            return AgentResult(data=PromptData(receipt=receipt, replayed=replayed, turn=turn))
         receipt = await prompts.wait_receipt(ctx.scope, params)
-        return AgentResult(data=ReceiptData(receipt=receipt))
+        return AgentResult(data=ReceiptData(receipt=receipt, turn=await turn_of(ctx, receipt, False)))
 
     async def herdr(ctx: CallContext, params: AgentParams) -> AgentResult:
         # HerdrError is a VigilError with a herdr_* code (protocol ErrorCode): it passes

@@ -55,6 +55,19 @@ class _Pending:
     sizes: list[tuple[int, int, int, int]] = field(default_factory=list)
 
 
+def _tail(output: list[tuple[int, bytes]], size: int) -> bytes:
+    """The last `size` bytes of a batch's output (what the UI projection finds the last line
+    in), without joining the whole batch."""
+    parts: list[bytes] = []
+    need = size
+    for _, data in reversed(output):
+        parts.append(data[-need:])
+        need -= len(parts[-1])
+        if need <= 0:
+            break
+    return b"".join(reversed(parts))
+
+
 class IngestHealth(msgspec.Struct, kw_only=True):
     """Whether commits succeed; what `status` reports about the store."""
 
@@ -249,7 +262,12 @@ class Ingest:
             log.warning("ingest dropped an impossible update of %s: %s", eid, reason)
         for eid, rec in result.records.items():
             self._on_committed(rec)
-            pending = items[eid]
+            pending = items.get(eid)
+            if pending is None:
+                # Not in this batch: a record whose output the scope's byte retention pruned
+                # in this transaction (the store returns every record it touched). Nothing
+                # happened to it that its observers wait for.
+                continue
             kinds = []
             if pending.output:
                 kinds.append("output")
@@ -260,7 +278,10 @@ class Ingest:
             if pending.screen is not None:
                 kinds.append("screen")
             for kind in kinds:
-                self.bus.publish(LifecycleEvent(kind=kind, scope=rec.scope, execution_id=eid,
-                                                at_unix_ms=rec.observed_at_unix_ms, record=rec))
+                self.bus.publish(LifecycleEvent(
+                    kind=kind, scope=rec.scope, execution_id=eid,
+                    at_unix_ms=rec.observed_at_unix_ms, record=rec,
+                    data={"tail": _tail(pending.output, self.settings.projection_tail_bytes)}
+                    if kind == "output" else {}))
         for eid in result.missing:
             log.warning("ingest for unknown execution %s dropped", eid)

@@ -52,8 +52,12 @@ MAGIC = b"vigil-store"
 #:           after schema 1 the same way: created on open, read as empty when absent).
 #:   scrollback: execution id (header) and id + line number(u64) -> a rendered scrollback line
 #:           (scrollback.py; added the same way: created on open).
+#: and the turn archives' catalog (archives.py): `archives` (scope hash + ref -> entry),
+#: `archive_expiry` (expires_ms + scope hash + ref -> b"", for the cleanup) and `turns`
+#: (scope hash + execution id + turn -> TurnRecord, removed with the execution). Adding a
+#: named db keeps the store schema: an older vigil opens the store and ignores them.
 DB_NAMES = (b"meta", b"executions", b"by_scope", b"output", b"screens", b"changes", b"receipts", b"scopes", b"expiry", b"threads",
-            b"timings", b"events", b"scrollback")
+            b"timings", b"events", b"scrollback", b"archives", b"archive_expiry", b"turns")
 
 #: errno values that mean "the disk (or the user's quota/file size limit) is full". EIO is
 #: among them because LMDB turns a short write (what a full disk gives) into EIO at commit.

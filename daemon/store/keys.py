@@ -11,6 +11,9 @@
 | scopes | scope hash (16) |
 | expiry | terminal_at_unix_ms (u64) + execution id (16): oldest outcome first |
 | events | execution id (16) + seq (u64): one entry of the execution's log (store/events.py) |
+| archives | scope hash (16) + archive ref (16): only the owner's scope finds it |
+| archive_expiry | expires_at_unix_ms (u64) + scope hash (16) + archive ref (16) |
+| turns | scope hash (16) + execution id (16) + turn (u64): the latest turn last |
 """
 
 from __future__ import annotations
@@ -48,6 +51,18 @@ def output_offset(key: bytes) -> int:
 
 def expiry_key(terminal_ms: int, eid: bytes) -> bytes:
     return U64.pack(max(0, terminal_ms)) + eid
+
+
+def archive_key(shash: bytes, ref: bytes) -> bytes:
+    return shash + ref
+
+
+def archive_expiry_key(expires_ms: int, shash: bytes, ref: bytes) -> bytes:
+    return U64.pack(max(0, expires_ms)) + shash + ref
+
+
+def turn_key(shash: bytes, eid: bytes, turn: int) -> bytes:
+    return shash + eid + U64.pack(turn)
 
 
 def receipt_prefix(eid: bytes, generation: int) -> bytes:

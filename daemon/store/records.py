@@ -19,11 +19,17 @@ from typing import Literal
 
 import msgspec
 
+from vigil.protocol.api.trace import ArchiveStamp, TurnSummary
+
 from .errors import InvalidArgument, StoreError
 
 #: Version of `ExecutionRecord` written by this code. Bump it when a field is added, and
 #: add a fixture of the new version; never change the meaning of an existing field.
 RECORD_SCHEMA = 1
+#: Versions of `ArchiveEntry` and `TurnRecord` (the same rule; fixtures
+#: tests/fixtures/store_archive_v*.msgpack and store_turn_v*.msgpack).
+ARCHIVE_SCHEMA = 1
+TURN_SCHEMA = 1
 
 Status = Literal["running", "exited", "unknown"]
 Kind = Literal["standalone", "shell", "shell_command"]
@@ -209,6 +215,38 @@ class ChangeEntry(msgspec.Struct, kw_only=True, frozen=True):
     at_unix_ms: int = 0
 
 
+class ArchiveEntry(msgspec.Struct, kw_only=True, frozen=True):
+    """The catalog's record of one turn archive (daemon/archive/): whose it is, which turn,
+    the policy stamped on it, and when the cleanup removes it.
+
+    Kept in db `archives` under the owner's scope hash and the ref, so a lookup made for
+    another scope cannot even read it. `expires_at_unix_ms` is decided once — at the
+    opening (provisionally, from the failed-turn lifetime) and at the commit (from the
+    turn's end and outcome) — from the stamp, never from the configuration of the day.
+    """
+
+    schema: int = ARCHIVE_SCHEMA
+    archive_ref: str
+    scope: str
+    execution_id: str
+    turn: int
+    stamp: ArchiveStamp
+    opened_at_unix_ms: int
+    committed_at_unix_ms: int | None = None
+    expires_at_unix_ms: int
+    #: The model-context projection, set when the turn is committed.
+    summary: TurnSummary | None = None
+
+
+class TurnRecord(msgspec.Struct, kw_only=True, frozen=True):
+    """An agent turn of an execution (db `turns`, beside the receipts and removed with the
+    execution): what a `trace_key` (`{execution_id}:{turn}`) reads."""
+
+    schema: int = TURN_SCHEMA
+    archive_ref: str
+    opened_at_unix_ms: int
+
+
 # --- identifiers ------------------------------------------------------------------------------
 
 _HEX = frozenset("0123456789abcdef")
@@ -252,6 +290,8 @@ def scope_hash(scope: str) -> bytes:
 _encoder = msgspec.msgpack.Encoder()
 _record_decoder = msgspec.msgpack.Decoder(ExecutionRecord)
 _screen_decoder = msgspec.msgpack.Decoder(StoredScreen)
+_archive_decoder = msgspec.msgpack.Decoder(ArchiveEntry)
+_turn_decoder = msgspec.msgpack.Decoder(TurnRecord)
 
 
 def encode(obj: msgspec.Struct) -> bytes:
@@ -280,3 +320,35 @@ def decode_screen(raw: bytes) -> StoredScreen:
         return _screen_decoder.decode(raw)
     except msgspec.DecodeError as exc:
         raise StoreError(f"unreadable screen snapshot: {exc}") from None
+
+
+def decode_archive(raw: bytes) -> ArchiveEntry:
+    """Decode an archive catalog entry, refusing one written by a newer vigil.
+
+    Raises:
+        StoreError: not an entry, or its schema is newer than ARCHIVE_SCHEMA.
+    """
+    try:
+        entry = _archive_decoder.decode(raw)
+    except msgspec.DecodeError as exc:
+        raise StoreError(f"unreadable archive catalog entry: {exc}") from None
+    if entry.schema > ARCHIVE_SCHEMA:
+        raise StoreError(f"archive catalog entry schema {entry.schema} is newer than this vigil "
+                         f"supports ({ARCHIVE_SCHEMA})")
+    return entry
+
+
+def decode_turn(raw: bytes) -> TurnRecord:
+    """Decode a turn record, refusing one written by a newer vigil.
+
+    Raises:
+        StoreError: not a turn record, or its schema is newer than TURN_SCHEMA.
+    """
+    try:
+        turn = _turn_decoder.decode(raw)
+    except msgspec.DecodeError as exc:
+        raise StoreError(f"unreadable turn record: {exc}") from None
+    if turn.schema > TURN_SCHEMA:
+        raise StoreError(f"turn record schema {turn.schema} is newer than this vigil supports "
+                         f"({TURN_SCHEMA})")
+    return turn

@@ -50,6 +50,7 @@ def remove_record(tx: Tx, rec: ExecutionRecord) -> None:
         txn.delete(keys.expiry_key(rec.terminal_at_unix_ms, eid), db=dbs["expiry"])
     tx.delete_prefix("receipts", eid)
     tx.delete_prefix("events", eid)
+    tx.delete_prefix("turns", shash + eid)  # the archives themselves live by their own expiry
     tx.add_change(rec, "removed")
 
 

@@ -31,7 +31,7 @@ import msgspec
 from vigil.protocol.errors import ErrorCode, VigilError
 from vigil.daemon.settings import DEFAULTS, Settings
 
-from . import keys, timings
+from . import archives, keys, timings
 from .env import LmdbEnv
 from .errors import ExecutionNotFound, InvalidArgument, StoreError
 from .events import EventPage, StoredEvent, append_events, read_events
@@ -39,6 +39,7 @@ from .output import append_output, prune_output, read_stored
 from .records import (
     RECORD_SCHEMA,
     UPDATABLE,
+    ArchiveEntry,
     ChangeEntry,
     ExecutionRecord,
     StoredScreen,
@@ -678,6 +679,56 @@ class Store:
             n += 1
             ok = cur.next()
         return n
+
+    # --- turn archives' catalog (archives.py) ---------------------------------------------------
+
+    def put_archives(self, entries: Sequence[ArchiveEntry]) -> None:
+        """Insert or replace catalog entries (and their turn records), in one transaction."""
+
+        def fn(tx: Tx) -> None:
+            for entry in entries:
+                archives.put_archive(tx, entry)
+
+        self._write(fn)
+
+    def get_archive(self, scope: str, ref: str) -> ArchiveEntry | None:
+        """`scope`'s archive `ref` (a parsed ArchiveRef), or None: absent and another
+        scope's read the same."""
+        with self._read() as tx:
+            return archives.get_archive(tx, scope, ref)
+
+    def get_turn_archive(self, scope: str, execution_id: str, turn: int) -> ArchiveEntry | None:
+        """The archive of one turn of `scope`'s execution (a trace key), or None."""
+        parse_execution_id(execution_id)
+        with self._read() as tx:
+            return archives.get_turn(tx, scope, execution_id, turn)
+
+    def latest_turn_archive(self, scope: str, execution_id: str) -> ArchiveEntry | None:
+        """The archive of the latest turn of `scope`'s execution, or None."""
+        parse_execution_id(execution_id)
+        with self._read() as tx:
+            return archives.latest_turn(tx, scope, execution_id)
+
+    def archives_due(self, limit: int = 1000) -> list[ArchiveEntry]:
+        """Archives whose stamped expiry has passed (by this store's clock), oldest first."""
+        with self._read() as tx:
+            return archives.due(tx, limit)
+
+    def delete_archives(self, entries: Sequence[ArchiveEntry]) -> None:
+        def fn(tx: Tx) -> None:
+            for entry in entries:
+                archives.delete_archive(tx, entry)
+
+        self._write(fn)
+
+    def uncommitted_archives(self) -> list[ArchiveEntry]:
+        with self._read() as tx:
+            return archives.uncommitted(tx)
+
+    @contextmanager
+    def _read(self) -> Iterator[Tx]:
+        with self._env.read() as txn:
+            yield Tx(txn, self._env.dbs, self.settings, self.clock())
 
     # --- diagnostics --------------------------------------------------------------------------
 

@@ -13,7 +13,8 @@ A **run** is a thread or an execution (`run_id` = its id). What is written where
 | the agent is back at its input | `step.completed turn.N` | |
 | the agent's own log says something | `message.*`, `tool.*` (agent_emitted), turns as above | |
 
-Every event of a child run carries `parent_run_id`. Disk first, then fan-out
+Every event of a child run carries `parent_run_id`. Disk first, then the archive builder
+(`vigil.daemon.archive`: the events of agent turns become turn archives), then fan-out
 (`fanout.py`). A transcript that cannot be written (a full disk) is logged once per run and
 never fails the call or the execution it describes: the transcript is an observer.
 
@@ -25,7 +26,7 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import Any, Callable
+from typing import Any, Callable, Protocol
 
 import msgspec
 
@@ -58,6 +59,14 @@ log = logging.getLogger("vigild.transcript")
 
 Masker = Callable[[ExchangeEvent], ExchangeEvent]
 
+
+class EventObserver(Protocol):
+    """What is handed every event once it is on disk (the archive builder, the UI
+    projection), before the subscribers. It must never raise nor block: it is told, it does
+    not decide."""
+
+    def observe(self, event: ExchangeEvent) -> None: ...
+
 _JSON = msgspec.json.Encoder()
 
 
@@ -67,11 +76,13 @@ def _outcome(rec: ExecutionRecord) -> dict[str, Any]:
 
 class Recorder:
     def __init__(self, files: TranscriptFiles, fanout: FanOut, settings: Settings,
-                 masker: Masker | None = None):
+                 masker: Masker | None = None, archives: EventObserver | None = None,
+                 observers: tuple[EventObserver, ...] = ()):
         self.files = files
         self.fanout = fanout
         self.settings = settings
         self.masker = masker
+        self.observers = ((archives,) if archives is not None else ()) + observers
         self.written = 0
         self._failing: set[str] = set()
         self.closed = False
@@ -105,6 +116,8 @@ class Recorder:
             return None
         self._failing.discard(run_id)
         self.written += 1
+        for observer in self.observers:
+            observer.observe(event)
         self.fanout.publish(event)
         return event
 

@@ -3,7 +3,9 @@ prompt exactly once per prompt id (seeds/000, "Submit a native prompt once", "Op
 Herdr backend"). Parameters are flat, as in the spec's examples.
 
 Native observation answers carry the `Execution` data of the same action plus `backend` and
-`action`; Herdr answers carry Herdr's data; `RESULTS` names each.
+`action`; Herdr answers carry Herdr's data; `RESULTS` names each. `get_trace` reads the
+durable archive of one agent turn (`vigil.protocol.api.trace`); `get` and the prompt answers
+carry the turn's compact summary (`turn`: its `archive_ref`, counts, tool names, statuses).
 """
 
 from __future__ import annotations
@@ -14,8 +16,10 @@ import msgspec
 
 from .execution import GetData, ExplainData, ListData, ReadData, Source, WaitData, WaitEvent
 from .scope import Scoped
+from .trace import TraceData, TurnSummary
 
-AgentActionName = Literal["list", "get", "read", "explain", "wait", "prompt", "approve"]
+AgentActionName = Literal["list", "get", "read", "explain", "wait", "prompt", "approve",
+                          "get_trace"]
 #: herdr's lifecycle states (reference/herdr-cli.md), the values `until` accepts.
 HerdrState = Literal["idle", "working", "blocked", "done", "unknown"]
 WaitFor = Literal["awaiting_input", "awaiting_approval", "exited"]
@@ -47,6 +51,14 @@ class AgentParams(Scoped, kw_only=True):
     #: native wait: the events that end it (as `Execution wait`).
     events: list[WaitEvent] | None = None
     after: str | None = None
+    #: get_trace: exactly one of the two references (both or neither: invalid_request).
+    archive_ref: str | None = None
+    trace_key: str | None = None
+    #: get_trace: `summary` (default), `tool_calls` or `detail`; any other value is
+    #: answered as `summary` (a plain string, so an unknown mode never fails validation).
+    mode: str | None = None
+    #: get_trace: the first step shown (from 1), to read past what one answer holds.
+    from_seq: int | None = None
 
 
 class PromptOutcome(msgspec.Struct, kw_only=True):
@@ -84,6 +96,10 @@ class Receipt(PromptOutcome, kw_only=True):
     recognizer: str = "auto"
     wait_for: list[str] = []
     schema: int = 1
+    #: The agent turn the prompt opened (when the daemon archives turns): its archive and
+    #: its `trace_key` (`{execution_id}:{turn}`), for `get_trace`.
+    archive_ref: str | None = None
+    trace_key: str | None = None
 
 
 D = TypeVar("D")
@@ -106,6 +122,8 @@ class NativeListData(ListData, kw_only=True):
 
 
 class NativeGetData(GetData, kw_only=True):
+    #: The execution's latest agent turn (open or committed), if it had one.
+    turn: TurnSummary | None = None
     backend: Literal["native"] = "native"
     action: Literal["get"] = "get"
 
@@ -130,6 +148,8 @@ class PromptData(msgspec.Struct, kw_only=True):
 
     receipt: Receipt
     replayed: bool
+    #: The turn the prompt opened, as it stands when the answer is sent.
+    turn: TurnSummary | None = None
     backend: Literal["native"] = "native"
     action: Literal["prompt"] = "prompt"
 
@@ -152,6 +172,7 @@ class ReceiptData(msgspec.Struct, kw_only=True):
     """A native `wait` with `prompt_id`: the receipt observed, nothing sent."""
 
     receipt: Receipt
+    turn: TurnSummary | None = None
     backend: Literal["native"] = "native"
     action: Literal["wait"] = "wait"
 
@@ -256,6 +277,7 @@ RESULTS = {
     ("native", "wait_receipt"): AgentResult[ReceiptData],
     ("native", "prompt"): AgentResult[PromptData],
     ("native", "approve"): AgentResult[ApproveData],
+    ("native", "get_trace"): AgentResult[TraceData],
     ("herdr", "list"): AgentResult[HerdrListData],
     ("herdr", "get"): AgentResult[HerdrGetData],
     ("herdr", "read"): AgentResult[HerdrReadData],

@@ -147,6 +147,8 @@ BENCHMARKS: list[Bench] = [
     Bench("bench_transcript_providers", "== transcript providers (agent logs) ==", in_process=True),
     Bench("bench_mcp", "== mcp (MCP server and usage telemetry) ==", in_process=True),
     Bench("bench_transcripts", "== transcripts (recording and fan-out) ==", in_process=True),
+    Bench("bench_archive", "== archive (turn archives and get_trace) ==", in_process=True),
+    Bench("bench_projection", "== projection (subscribe) ==", in_process=True),
     Bench("bench_cli", "== cli (the CLI as people use it) ==", in_process=True),
     Bench("bench_temporary", "== temporary (managed helpers) ==", in_process=True),
     # Its own full run (3 rounds of 50 MB `yes` and 100 MB floods, three 100 MB TUI floods)

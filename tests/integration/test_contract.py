@@ -73,7 +73,8 @@ class Recorder:
 
 @pytest.fixture
 def recorder(home, workspace):
-    home.start_daemon(extra_env=herdr_world(home, workspace))
+    home.start_daemon(extra_env={**herdr_world(home, workspace),
+                                 "CLAUDE_CONFIG_DIR": str(home.root / "claude")})
     rec = Recorder(json_session(home, workspace))
     s = rec.s
     try:
@@ -104,6 +105,9 @@ def test_every_answer_validates_against_the_schema(recorder, home, workspace):
     r.check("ping", None, client.call("ping", {}))
     r.check("status", None, client.call("status", {}))
     r.check("Initialize", None, client.call("Initialize", {"workspace_root": str(workspace)}))
+    # The UI projection of everything below, checked at the end.
+    watcher = json_session(home, workspace)
+    r.check("subscribe", None, watcher.call("subscribe"))
 
     # An execution that waits for input, and one that ended.
     cat = r.call("run", argv=["cat"])["execution"]["execution_id"]
@@ -163,8 +167,14 @@ def test_every_answer_validates_against_the_schema(recorder, home, workspace):
         r.agent(f"native/{action}", action=action, target=agent, **extra)
     r.agent("native/prompt", action="prompt", target=agent, prompt_id="p1", text="hello",
             recognizer="claude", timeout_seconds=1)
-    r.agent("native/wait_receipt", action="wait", target=agent, prompt_id="p1",
-            timeout_seconds=0)
+    receipt = r.agent("native/wait_receipt", action="wait", target=agent, prompt_id="p1",
+                      timeout_seconds=0)["data"]["receipt"]
+    wait_for(lambda: s.call("Agent", action="get", target=agent)["data"]["turn"]["state"]
+             == "committed", timeout=20, what="the turn's archive")
+    for mode in ("summary", "tool_calls", "detail", "unknown-mode"):
+        r.agent("native/get_trace", action="get_trace", archive_ref=receipt["archive_ref"],
+                mode=mode)
+    r.agent("native/get_trace", action="get_trace", trace_key=receipt["trace_key"])
     wait_for(lambda: s.get(agent)["recognized_state"] == "awaiting_input", timeout=20,
              what="the fake agent's prompt box again")
     r.call("BashCommand", "prompt", action={"type": "prompt", "text": "again",
@@ -196,7 +206,30 @@ def test_every_answer_validates_against_the_schema(recorder, home, workspace):
     r.call("Temporary", "release_temporary", action={
         "type": "release_temporary", "names": ["h.py", "gone"], "revision": listed["revision"]})
 
+    r.call("trace_snapshot", execution_id=done)
+    projection_seen(r, watcher)
     assert expected_answers() - r.seen == set()
+
+
+def projection_seen(r: Recorder, watcher: Session) -> None:
+    """Every event the subscription pushed during the test validates; it saw executions
+    start, progress, steps end, and executions end in each way (an agent's tool events are
+    checked against the schema in test_projection)."""
+    last = r.call("run", argv=["true"])["execution"]["execution_id"]
+    schema = SCHEMA["methods"]["subscribe"]["events"]
+    kinds: set[str] = set()
+    try:
+        while True:
+            event = watcher.client.next_event()
+            errors = list(validator(schema).iter_errors(json.loads(json.dumps(event))))
+            assert not errors, errors[0].message
+            kinds.add(event["kind"])
+            if event["kind"] == "EXECUTION_COMPLETE" and event["execution_id"] == last:
+                break
+    finally:
+        watcher.close()
+    assert {"EXECUTION_START", "EXECUTION_PROGRESS", "NODE_COMPLETE", "EXECUTION_COMPLETE",
+            "EXECUTION_FAILED", "EXECUTION_CANCELLED"} <= kinds, kinds
 
 
 def json_session(home, workspace) -> Session:

@@ -235,7 +235,9 @@ def test_a_daemon_sigkill_leaves_every_file_parseable_and_the_run_continues(home
         gate.open()
         record = s2.wait_exit(eid)
         assert record["exit_code"] == 0
-        after = events(home, eid)
+        # The recorder writes the end after the exit is persisted (it observes the change).
+        after = wait_for(lambda: (e := events(home, eid)) and e[-1]["type"] == "run.completed"
+                         and e, what="the run's end in its transcript")
         assert after[:len(before)] == before
         assert [e["type"] for e in after[len(before):]] == ["step.completed", "run.completed"]
         assert_file_properties(home.state / "transcripts" / f"{eid}.jsonl")

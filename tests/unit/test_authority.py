@@ -10,8 +10,8 @@ import itertools
 import msgspec
 import pytest
 
-from vigil.daemon.methods import (agent, daemon_info, execution, scope, shell, temporary,
-                                  terminal, transcript)
+from vigil.daemon.methods import (agent, daemon_info, execution, projection, scope, shell,
+                                  temporary, terminal, transcript)
 from vigil.daemon.rpc import authority
 from vigil.daemon.rpc.dispatch import Dispatcher
 from vigil.daemon.rpc.scopes import ThreadRecord
@@ -64,6 +64,8 @@ SAMPLES = {
     ("Temporary", "list"): {**SCOPED, "action": {"type": "list"}},
     ("Temporary", "release_temporary"): {**SCOPED, "action": {
         "type": "release_temporary", "names": ["h.py"], "revision": "r"}},
+    ("subscribe", ""): {**SCOPED},
+    ("trace_snapshot", ""): {**SCOPED, "execution_id": EID},
 }
 
 PROFILE_GRANTS = {"full": {"BashCommand", "Execution", "Agent"},
@@ -83,7 +85,8 @@ def spec_table(method: str, action: str, mode: str, profile: str, tools) -> bool
         return True
     if method == "Execution":
         return "Execution" in granted
-    if method in ("resolve", "screen", "attach", "recording", "follow", "transcript"):
+    if method in ("resolve", "screen", "attach", "recording", "follow", "transcript",
+                  "subscribe", "trace_snapshot"):
         return bool(granted & {"Execution", "Agent"})
     if method == "Agent":
         if action in ("prompt", "approve"):  # trusted BashCommand authority and wcgw mode
@@ -115,6 +118,7 @@ def routed_dispatcher() -> Dispatcher:
     shell.install(d, shells=None, runtimes=None, settings=None, store=None, service=None,
                   prompts=None)
     agent.install(d, service=None, prompts=None, settings=None)
+    projection.install(d, hub=None, store=None, settings=None)
     return d
 
 
