@@ -79,6 +79,8 @@ class TopApp(App):
         Binding("a", "attach", "attach"),
         Binding("k", "kill('TERM')", "kill"),
         Binding("K", "kill('KILL')", "kill -9"),
+        Binding("p", "control('pause')", "pause"),
+        Binding("r", "control('resume')", "resume"),
     ]
 
     def __init__(self, connect: Callable[[str | None], tuple[Any, Any]], all_workspaces: bool,
@@ -247,18 +249,27 @@ class TopApp(App):
         return table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value
 
     def action_kill(self, signal: str) -> None:
+        self._control_selected("signal", f"sent SIG{signal} to", "kill", signal=signal)
+
+    def action_control(self, method: str) -> None:
+        """`pause` (SIGSTOP to its process group) or `resume` (SIGCONT)."""
+        self._control_selected(method, f"{method}d", method)
+
+    def _control_selected(self, method: str, done: str, what: str, **params: Any) -> None:
         eid = self.selected()
         if eid is not None:
-            threading.Thread(target=self._kill, args=(eid, signal), daemon=True).start()
+            threading.Thread(target=self._control, args=(eid, method, done, what, params),
+                             daemon=True).start()
 
-    def _kill(self, eid: str, signal: str) -> None:
+    def _control(self, eid: str, method: str, done: str, what: str,
+                 params: dict[str, Any]) -> None:
+        """One call off the UI thread; its outcome (or the daemon's refusal) in the footer."""
         row = self.view.rows.get(eid)
         try:
-            self._call(row.workspace_root if row else None, "signal", execution_id=eid,
-                       signal=signal)
-            self._say(f"sent SIG{signal} to {eid[:12]}")
+            self._call(row.workspace_root if row else None, method, execution_id=eid, **params)
+            self._say(f"{done} {eid[:12]}")
         except VigilError as exc:
-            self._say(f"kill {eid[:12]}: {exc.message}")
+            self._say(f"{what} {eid[:12]}: {exc.message}")
 
     def action_attach(self) -> None:
         eid = self.selected()

@@ -64,10 +64,20 @@ def test_top_shows_three_executions_changing_state_live(home, daemon, workspace,
             await asyncio.to_thread(gates[1].open)
             await until(pilot, lambda: cell(app, ids[1], "state") == "failed 1", "row 1's end")
             assert cell(app, ids[2], "state") == "busy"
-            # The third is killed from the dashboard: its row selected, `k`.
+            # The third is paused and resumed, then killed from the dashboard: its row
+            # selected, `p`, `r`, `k`.
             table = app.query_one(DataTable)
             table.move_cursor(row=table.get_row_index(ids[2]))
             assert app.selected() == ids[2]
+            await pilot.press("p")
+            await until(pilot, lambda: app.message == f"paused {ids[2][:12]}", "the pause")
+            assert s.get(ids[2])["paused"] is True
+            await pilot.press("p")  # paused twice: the daemon's refusal, said in the footer
+            await until(pilot, lambda: app.message.startswith(f"pause {ids[2][:12]}: "),
+                        "the refusal")
+            await pilot.press("r")
+            await until(pilot, lambda: app.message == f"resumed {ids[2][:12]}", "the resume")
+            assert s.get(ids[2])["paused"] is False
             await pilot.press("k")
             await until(pilot, lambda: cell(app, ids[2], "state") == "killed (15)",
                         "row 2 killed")
