@@ -142,15 +142,17 @@ def test_prompt_the_fake_agent_once_per_prompt_id(home, daemon, workspace):
                 "background", "task", 0)
             agent = task["execution_id"]
             # Until the daemon reports the prompt box (a wait, not a poll).
-            cursor = None
+            cursor, deadline = None, time.monotonic() + 60
             while True:
                 action = {"type": "wait", "execution_ids": [agent], "timeout_seconds": 20,
                           "events": ["awaiting_input"]}
                 if cursor:
                     action["after"] = cursor
                 got = await m.execution({"type": "get", "execution_id": agent})
-                if got["execution"]["recognized_state"] == "awaiting_input":
+                state = got["execution"]["recognized_state"]
+                if state == "awaiting_input":
                     break
+                assert time.monotonic() < deadline, f"the fake agent is still {state!r} after 60 s"
                 cursor = (await m.execution(action))["catalog_cursor"]
             args = dict(action="prompt", target=agent, prompt_id="p1", text="hello there",
                         recognizer="claude", timeout_seconds=20)
