@@ -153,8 +153,10 @@ class Ingest:
 
     async def wait_room(self) -> None:
         """Return once pending output is below the high-water mark (back-pressure)."""
+        # Every runtime waits on the same event, which only a commit round replaces (after
+        # setting it): a waiter that made its own event would orphan the one an earlier
+        # waiter sleeps on, and that runtime would never read its guardian again.
         while self._pending_bytes >= self.high_water:
-            self._room = trio.Event()
             await self._room.wait()
 
     async def flush(self) -> bool:
@@ -197,7 +199,8 @@ class Ingest:
         self._pending_bytes = 0
         self._work = trio.Event()
         self._full = trio.Event()
-        self._room.set()
+        self._room.set()  # wakes every runtime in wait_room; later ones wait on the next
+        self._room = trio.Event()
         self._rounds_taken += 1
         number = self._rounds_taken
         try:
