@@ -9,10 +9,12 @@ made itself a new event there, so a second waiter orphaned the event the first o
 on and the commit that made room woke only the last. The first runtime never read its
 guardian again — with 0 bytes stored when that was its first Output.
 
-Here the waiters are real runtimes' stand-ins on the real Ingest and Store: output is
-handed over up to the high-water mark with the ingest task not yet running, so every
-waiter is parked in `wait_room` (trio says so: all tasks blocked) before the one commit
-round that must wake them all.
+The first test is the race itself, deterministic: stand-ins for the runtimes on the real
+Ingest and Store, output handed over up to the high-water mark with the ingest task not yet
+running, so every waiter is parked in `wait_room` (trio says so: all tasks blocked) before
+the one commit round that must wake them all. The second is the flood through the real
+daemon, with the smallest batch so that the high-water mark is passed all the time (before
+the fix it stranded 19 of 20 such floods).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from __future__ import annotations
 import trio
 import trio.testing
 
+from tests.support.executions import Session, workspace  # noqa: F401 (fixture)
 from tests.unit.test_store_support import new_record, open_store
 from vigil.daemon.runtime.ingest import Ingest
 from vigil.daemon.runtime.lifecycle import LifecycleBus
@@ -60,3 +63,23 @@ async def test_one_commit_wakes_every_runtime_waiting_for_room(tmp_path):
     assert [store.get(r.scope, r.execution_id).output_total_bytes for r in records] == \
         [ingest.high_water // RUNTIMES + 1] * RUNTIMES
     store.close()
+
+
+FLOODS = 10
+#: `yes` writes "y\n"; the terminal turns each into "y\r\n".
+FLOOD_INPUT_BYTES = 1_000_000
+FLOOD_OUTPUT_BYTES = FLOOD_INPUT_BYTES // 2 * 3
+
+
+def test_floods_past_the_high_water_mark_all_end(home, workspace):
+    home.write_config(f"ingest_batch_bytes = {BATCH}\n")
+    home.start_daemon()
+    s = Session(home, workspace)
+    try:
+        ids = [e["execution_id"] for e in s.run_many(
+            [{"command": f"yes | head -c {FLOOD_INPUT_BYTES}"} for _ in range(FLOODS)])]
+        ended = [s.wait_exit(eid, timeout=120) for eid in ids]
+        assert [(r["status"], r["exit_code"], r["output"]["total_bytes"]) for r in ended] == \
+            [("exited", 0, FLOOD_OUTPUT_BYTES)] * FLOODS
+    finally:
+        s.close()
