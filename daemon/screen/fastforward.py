@@ -823,25 +823,52 @@ def plain_lines(data: bytes, cols: int, limit: int, *, first_prefix: str = "") -
     total_lines = data.count(b"\n", 0, last + 1)
     if limit <= 0:
         return total_lines, []
-    start = 0
-    pos = last
-    for _ in range(limit):
-        pos = data.rfind(b"\n", 0, pos)
-        if pos < 0:
-            break
-    else:
-        start = pos + 1
+    start = newline_before(data, limit, last) + 1  # 0 when there are fewer lines
     text = data[start:last].decode("utf-8", "replace")
     text = _STRIP.sub("", text)
-    rendered: list[str] = []
     lines = text.split("\n")
     if start == 0 and first_prefix:
         lines[0] = first_prefix + lines[0]
-    for line in lines:
-        rendered += _plain_rows(line, cols)
+    rendered: list[str] = []
+    if "\b" not in text and "\t" not in text:
+        # The common case at C speed: no BS or TAB, CR only ending lines, no line wider
+        # than the screen: each line is one row, as `_plain_rows` would give it.
+        rows = [line.rstrip("\r").rstrip(" ") for line in lines]
+        if max(map(len, rows)) <= cols and "\r" not in "".join(rows):
+            rendered = rows
+    if not rendered:
+        for line in lines:
+            rendered += _plain_rows(line, cols)
     skipped = total_lines - len(lines)
     kept = rendered[-limit:] if limit else []
     return skipped + len(rendered), kept
+
+
+def newline_before(data: bytes | bytearray, k: int, end: int, start: int = 0) -> int:
+    """Where the k-th LF before `end` is, counting back (k >= 1), not before `start`; -1 if
+    there are fewer. A flood has ~10,000 of them to step over (the scrollback's lines), one
+    `rfind` each would cost milliseconds: this bisects with C-speed counts instead, about
+    two passes over the bytes."""
+    if k <= 64:
+        pos = end
+        for _ in range(k):
+            pos = data.rfind(b"\n", start, pos)
+            if pos < 0:
+                return -1
+        return pos
+    total = data.count(b"\n", start, end)
+    if total < k:
+        return -1
+    # count(lo, end) >= k > count(hi, end): the answer is the largest such lo.
+    lo, hi, after_hi = start, end, 0
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        after_mid = after_hi + data.count(b"\n", mid, hi)
+        if after_mid >= k:
+            lo = mid
+        else:
+            hi, after_hi = mid, after_mid
+    return lo
 
 
 def _plain_rows(line: str, cols: int) -> list[str]:

@@ -93,6 +93,7 @@ from .fastforward import (
     last_safe_point,
     lines_break,
     main_touched,
+    newline_before,
     plain_lines,
     safe_point_length,
     scan_carry,
@@ -570,26 +571,24 @@ class ScreenKeeper:
         counted): the fast plain path then costs a few milliseconds per piece."""
         pending = self._pending
         limit = self.scrollback.limit
-        if pending.find(b"\n", 0, n) < 0:
+        lines = pending.count(b"\n", 0, n)
+        if not lines:
             return n
-        after = self._pending_lines - pending.count(b"\n", 0, n)
+        after = self._pending_lines - lines
         if after >= limit:
             return n
         keep = limit - after
-        if min(pending.count(b"\n", 0, n), keep) <= HISTORY_LINES_PER_PIECE:
+        if min(lines, keep) <= HISTORY_LINES_PER_PIECE:
             return n
-        # The kept lines of the piece start after its keep-th newline from the end; end the
-        # piece HISTORY_LINES_PER_PIECE lines later.
-        pos = n
-        for _ in range(keep):
-            pos = pending.rfind(b"\n", 0, pos)
-            if pos < 0:
-                break
-        for _ in range(HISTORY_LINES_PER_PIECE):
-            pos = pending.find(b"\n", pos + 1, n)
-            if pos < 0:
-                return n
-        return pos + 1
+        # The kept lines of the piece start after its keep-th newline from the end (at the
+        # piece's start if it has fewer); end the piece HISTORY_LINES_PER_PIECE newlines
+        # after that start: of the `after_first` newlines there, the one counted
+        # (after_first - HISTORY_LINES_PER_PIECE + 1)-th from the end.
+        pos = newline_before(pending, keep, n)
+        after_first = lines if pos < 0 else keep - 1
+        if after_first < HISTORY_LINES_PER_PIECE:
+            return n
+        return newline_before(pending, after_first - HISTORY_LINES_PER_PIECE + 1, n, pos + 1) + 1
 
 
     def _begin_superseding(self, kind: str) -> None:
