@@ -844,6 +844,29 @@ def plain_lines(data: bytes, cols: int, limit: int, *, first_prefix: str = "") -
     return skipped + len(rendered), kept
 
 
+def plain_rows_known(data: bytes, cols: int, limit: int, *, first_prefix: str = "") -> tuple[int, int] | None:
+    """What `plain_lines(data, cols, limit, first_prefix=...)` counts, without rendering:
+    (rows counted, where the lines it would render begin), when each of those lines is sure
+    to be one row — no TAB, and none longer than `cols` bytes with the prefix (a character
+    is at least one byte; control sequences, CR and BS only shorten a line). Else None:
+    the caller renders them now. (The scrollback renders them only if they are read before
+    newer lines push them out: scrollback.add_plain.)"""
+    last = data.rfind(b"\n")
+    if last < 0:
+        return 0, 0
+    lines = data.count(b"\n", 0, last + 1)
+    if limit <= 0:
+        return lines, last + 1
+    start = newline_before(data, limit, last) + 1
+    kept = data[start:last]
+    if b"\t" in kept:
+        return None
+    widths = list(map(len, kept.split(b"\n")))
+    if start == 0:
+        widths[0] += len(first_prefix)
+    return (lines, start) if max(widths) <= cols else None
+
+
 def newline_before(data: bytes | bytearray, k: int, end: int, start: int = 0) -> int:
     """Where the k-th LF before `end` is, counting back (k >= 1), not before `start`; -1 if
     there are fewer. A flood has ~10,000 of them to step over (the scrollback's lines), one

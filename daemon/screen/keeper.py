@@ -95,6 +95,7 @@ from .fastforward import (
     main_touched,
     newline_before,
     plain_lines,
+    plain_rows_known,
     safe_point_length,
     scan_carry,
     string_body_end,
@@ -785,9 +786,17 @@ class ScreenKeeper:
         # Lines that more pending lines will push out of the scrollback anyway are only
         # counted (a `yes` flood skips ~100,000 lines a slice).
         keep = max(0, self.scrollback.limit - self._pending_lines)
-        count, lines = plain_lines(data, screen.columns, keep, first_prefix=self._first_prefix)
-        self._first_prefix = ""
-        self.scrollback.add_text(lines, fast_forwarded=fast_forwarded, skipped=count - len(lines))
+        prefix, self._first_prefix = self._first_prefix, ""
+        known = plain_rows_known(data, screen.columns, keep, first_prefix=prefix)
+        if known is None:
+            count, lines = plain_lines(data, screen.columns, keep, first_prefix=prefix)
+            self.scrollback.add_text(lines, fast_forwarded=fast_forwarded, skipped=count - len(lines))
+            return
+        # Rendered only if read before newer lines push them out (a flood's usual fate).
+        count, start = known
+        self.scrollback.add_plain(data[start:data.rfind(b"\n") + 1], screen.columns, lines=count,
+                                  keep=keep, first_prefix=prefix if start == 0 else "",
+                                  fast_forwarded=fast_forwarded)
 
     def _apply_carry(self, carry: Carry, *, taint: bool) -> None:
         """Bring the screen's state to what the skipped bytes left (see Carry)."""
