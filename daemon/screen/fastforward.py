@@ -858,20 +858,24 @@ def plain_rows_known(data: bytes, cols: int, limit: int, *, first_prefix: str = 
     if limit <= 0:
         return lines, last + 1
     start = newline_before(data, limit, last) + 1
-    kept = data[start:last]
-    if b"\t" in kept:
+    if data.find(b"\t", start, last) >= 0:
         return None
-    widths = list(map(len, kept.split(b"\n")))
-    if start == 0:
-        widths[0] += len(first_prefix)
-    return (lines, start) if max(widths) <= cols else None
+    first_end = data.find(b"\n", start)
+    if first_end - start + (len(first_prefix) if start == 0 else 0) > cols:
+        return None
+    # A line longer than `cols` spans cols + 1 consecutive positions, so it holds one of
+    # every (cols + 1)-th: measuring the lines at those only is C speed for short lines.
+    for pos in range(start, last, cols + 1):
+        if data.find(b"\n", pos, last + 1) - data.rfind(b"\n", 0, pos + 1) - 1 > cols:
+            return None
+    return lines, start
 
 
 def newline_before(data: bytes | bytearray, k: int, end: int, start: int = 0) -> int:
     """Where the k-th LF before `end` is, counting back (k >= 1), not before `start`; -1 if
     there are fewer. A flood has ~10,000 of them to step over (the scrollback's lines), one
-    `rfind` each would cost milliseconds: this bisects with C-speed counts instead, about
-    two passes over the bytes."""
+    `rfind` each would cost milliseconds: this guesses from the average line with C-speed
+    counts instead (a flood's lines are alike), and bisects if the guess is far off."""
     if k <= 64:
         pos = end
         for _ in range(k):
@@ -882,8 +886,24 @@ def newline_before(data: bytes | bytearray, k: int, end: int, start: int = 0) ->
     total = data.count(b"\n", start, end)
     if total < k:
         return -1
+    # Guess from the average line (a flood's lines are alike), then step or bisect from it.
+    guess = end - (end - start) * k // total
+    after = data.count(b"\n", guess, end)
+    if after >= k:  # the answer is the (after - k + 1)-th LF from `guess` on
+        if after - k < 64:
+            pos = guess - 1
+            for _ in range(after - k + 1):
+                pos = data.find(b"\n", pos + 1, end)
+            return pos
+        lo, hi, after_hi = guess, end, 0
+    else:  # the (k - after)-th LF before `guess`
+        if k - after <= 64:
+            pos = guess
+            for _ in range(k - after):
+                pos = data.rfind(b"\n", start, pos)
+            return pos
+        lo, hi, after_hi = start, guess, after
     # count(lo, end) >= k > count(hi, end): the answer is the largest such lo.
-    lo, hi, after_hi = start, end, 0
     while hi - lo > 1:
         mid = (lo + hi) // 2
         after_mid = after_hi + data.count(b"\n", mid, hi)

@@ -175,10 +175,12 @@ class _Fed:
         self.start = self.end - len(tail)
 
     def forget_before(self, position: int) -> None:
-        """No checkpoint begins before `position` any more (a bytearray drops its head
-        without moving the rest)."""
-        del self.bytes[:position - self.start]
-        self.start = position
+        """No checkpoint begins before `position` any more. The bytes before it go once
+        they are half the buffer: dropping a bytearray's head is cheap, but its next growth
+        then moves the rest, so every read would move the whole tail."""
+        if position - self.start > len(self.bytes) // 2:
+            del self.bytes[:position - self.start]
+            self.start = position
 
 
 class _Replay:

@@ -116,19 +116,41 @@ class Scrollback:
 
     def add_rows(self, rows, blind: list[tuple[int, int]] = ()) -> None:
         """Rows (vtscreen `Row`s) that scrolled away, oldest first; those in the `blind`
-        index ranges were written while the cursor was unknown."""
+        index ranges were written while the cursor was unknown. Their entries are taken now
+        (a shared row's cells are copied as they are now); only laying them out waits."""
         if not rows:
             return
         skip = max(0, len(rows) - self.limit)
-        fillers = entries = 0
-        for i, row in enumerate(rows):
-            if row[2] < 0 if type(row) is tuple else row.filler:  # not a line
-                if i < skip:
-                    fillers += 1
-            elif i >= skip:
-                entries += 1
-        self.total += skip - fillers + entries
-        self._queue(self._put_rows, (rows, blind), entries, False)
+        ff = set()
+        for start, end in blind:
+            ff.update(range(max(start, skip), end))
+        entries = []
+        reset = None  #: pullable counts from here (a clear came before the entries after it)
+        for i in range(skip, len(rows)):
+            row = rows[i]
+            if type(row) is tuple:  # already rendered: (text, ansi, flags)
+                if row[2] < 0:  # vtscreen.HISTORY_CLEARED: what came before was a clear
+                    reset = -len(entries)
+                    continue
+                entries.append(row)
+                continue
+            if row.filler:
+                continue
+            flags = (FAST_FORWARDED if row.taint or i in ff else 0) \
+                | (WRAPPED if row.wrapped else 0) | (_STYLED if row.styled else 0)
+            if row.fill is not None:
+                entries.append([(row.fill, row.used), flags | _FILLED])
+            elif row.shared:
+                entries.append([tuple(row.cells[:row.used]), flags])
+            else:
+                # Nobody writes a private row once it left the screen: keep its cells.
+                cells = row.cells
+                del cells[row.used:]
+                entries.append([cells, flags])
+        fillers = sum(1 for row in rows[:skip]
+                      if (row[2] < 0 if type(row) is tuple else row.filler))
+        self.total += skip - fillers + len(entries)
+        self._queue(self._put_entries, (entries, reset), len(entries), False)
 
     def add_text(self, texts: list[str], *, fast_forwarded: bool, skipped: int = 0) -> None:
         """Plain lines (no attributes); `skipped` more lines before them were counted but
@@ -198,35 +220,9 @@ class Scrollback:
         if self._unrendered:
             self._unrendered = min(self._unrendered + len(texts), len(self._lines))
 
-    def _put_rows(self, rows, blind: list[tuple[int, int]]) -> None:
-        skip = max(0, len(rows) - self.limit)
-        ff = set()
-        for start, end in blind:
-            ff.update(range(max(start, skip), end))
-        entries = []
-        pullable = self._pullable
-        for i in range(skip, len(rows)):
-            row = rows[i]
-            if type(row) is tuple:  # already rendered: (text, ansi, flags)
-                if row[2] < 0:  # vtscreen.HISTORY_CLEARED: what came before was a clear
-                    pullable = -len(entries)
-                    continue
-                entries.append(row)
-                continue
-            if row.filler:
-                continue
-            flags = (FAST_FORWARDED if row.taint or i in ff else 0) \
-                | (WRAPPED if row.wrapped else 0) | (_STYLED if row.styled else 0)
-            if row.fill is not None:
-                entries.append([(row.fill, row.used), flags | _FILLED])
-            elif row.shared:
-                entries.append([tuple(row.cells[:row.used]), flags])
-            else:
-                # Nobody writes a private row once it left the screen: keep its cells.
-                cells = row.cells
-                del cells[row.used:]
-                entries.append([cells, flags])
+    def _put_entries(self, entries: list, reset: int | None) -> None:
         self._lines.extend(entries)
+        pullable = self._pullable if reset is None else reset
         self._pullable = min(pullable + len(entries), len(self._lines))
         waiting = len(entries) if self._unrendered else \
             next((len(entries) - j for j, e in enumerate(entries) if type(e) is list), 0)
