@@ -823,25 +823,95 @@ def plain_lines(data: bytes, cols: int, limit: int, *, first_prefix: str = "") -
     total_lines = data.count(b"\n", 0, last + 1)
     if limit <= 0:
         return total_lines, []
-    start = 0
-    pos = last
-    for _ in range(limit):
-        pos = data.rfind(b"\n", 0, pos)
-        if pos < 0:
-            break
-    else:
-        start = pos + 1
+    start = newline_before(data, limit, last) + 1  # 0 when there are fewer lines
     text = data[start:last].decode("utf-8", "replace")
     text = _STRIP.sub("", text)
-    rendered: list[str] = []
     lines = text.split("\n")
     if start == 0 and first_prefix:
         lines[0] = first_prefix + lines[0]
-    for line in lines:
-        rendered += _plain_rows(line, cols)
+    rendered: list[str] = []
+    if "\b" not in text and "\t" not in text:
+        # The common case at C speed: no BS or TAB, CR only ending lines, no line wider
+        # than the screen: each line is one row, as `_plain_rows` would give it.
+        rows = [line.rstrip("\r").rstrip(" ") for line in lines]
+        if max(map(len, rows)) <= cols and "\r" not in "".join(rows):
+            rendered = rows
+    if not rendered:
+        for line in lines:
+            rendered += _plain_rows(line, cols)
     skipped = total_lines - len(lines)
     kept = rendered[-limit:] if limit else []
     return skipped + len(rendered), kept
+
+
+def plain_rows_known(data: bytes, cols: int, limit: int, *, first_prefix: str = "") -> tuple[int, int] | None:
+    """What `plain_lines(data, cols, limit, first_prefix=...)` counts, without rendering:
+    (rows counted, where the lines it would render begin), when each of those lines is sure
+    to be one row — no TAB, and none longer than `cols` bytes with the prefix (a character
+    is at least one byte; control sequences, CR and BS only shorten a line). Else None:
+    the caller renders them now. (The scrollback renders them only if they are read before
+    newer lines push them out: scrollback.add_plain.)"""
+    last = data.rfind(b"\n")
+    if last < 0:
+        return 0, 0
+    lines = data.count(b"\n", 0, last + 1)
+    if limit <= 0:
+        return lines, last + 1
+    start = newline_before(data, limit, last) + 1
+    if data.find(b"\t", start, last) >= 0:
+        return None
+    first_end = data.find(b"\n", start)
+    if first_end - start + (len(first_prefix) if start == 0 else 0) > cols:
+        return None
+    # A line longer than `cols` spans cols + 1 consecutive positions, so it holds one of
+    # every (cols + 1)-th: measuring the lines at those only is C speed for short lines.
+    for pos in range(start, last, cols + 1):
+        if data.find(b"\n", pos, last + 1) - data.rfind(b"\n", 0, pos + 1) - 1 > cols:
+            return None
+    return lines, start
+
+
+def newline_before(data: bytes | bytearray, k: int, end: int, start: int = 0) -> int:
+    """Where the k-th LF before `end` is, counting back (k >= 1), not before `start`; -1 if
+    there are fewer. A flood has ~10,000 of them to step over (the scrollback's lines), one
+    `rfind` each would cost milliseconds: this guesses from the average line with C-speed
+    counts instead (a flood's lines are alike), and bisects if the guess is far off."""
+    if k <= 64:
+        pos = end
+        for _ in range(k):
+            pos = data.rfind(b"\n", start, pos)
+            if pos < 0:
+                return -1
+        return pos
+    total = data.count(b"\n", start, end)
+    if total < k:
+        return -1
+    # Guess from the average line (a flood's lines are alike), then step or bisect from it.
+    guess = end - (end - start) * k // total
+    after = data.count(b"\n", guess, end)
+    if after >= k:  # the answer is the (after - k + 1)-th LF from `guess` on
+        if after - k < 64:
+            pos = guess - 1
+            for _ in range(after - k + 1):
+                pos = data.find(b"\n", pos + 1, end)
+            return pos
+        lo, hi, after_hi = guess, end, 0
+    else:  # the (k - after)-th LF before `guess`
+        if k - after <= 64:
+            pos = guess
+            for _ in range(k - after):
+                pos = data.rfind(b"\n", start, pos)
+            return pos
+        lo, hi, after_hi = start, guess, after
+    # count(lo, end) >= k > count(hi, end): the answer is the largest such lo.
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        after_mid = after_hi + data.count(b"\n", mid, hi)
+        if after_mid >= k:
+            lo = mid
+        else:
+            hi, after_hi = mid, after_mid
+    return lo
 
 
 def _plain_rows(line: str, cols: int) -> list[str]:

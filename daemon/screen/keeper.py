@@ -93,7 +93,9 @@ from .fastforward import (
     last_safe_point,
     lines_break,
     main_touched,
+    newline_before,
     plain_lines,
+    plain_rows_known,
     safe_point_length,
     scan_carry,
     string_body_end,
@@ -147,14 +149,45 @@ class _Checkpoint:
     parser: tuple
     decoder: tuple
     scrollback_total: int
-    data: bytearray  #: every raw byte fed after the checkpoint
+    start: int  #: where its bytes (every raw byte fed after it) begin in the keeper's `_Fed`
+
+
+class _Fed:
+    """The raw bytes fed since the oldest checkpoint, kept once: each checkpoint holds where
+    its own begin. (A copy per checkpoint copied every byte of a flood into up to ten of
+    them.) Positions count every byte ever fed; `end` is the next one."""
+
+    def __init__(self) -> None:
+        self.bytes = bytearray()
+        self.start = self.end = 0
+
+    def add(self, data: bytes, *, keep: bool) -> None:
+        self.end += len(data)
+        if keep:
+            self.bytes += data
+
+    def since(self, position: int) -> bytes:
+        return bytes(self.bytes[position - self.start:])
+
+    def restart(self, tail: bytes | bytearray) -> None:
+        """Keep only `tail`, the last bytes fed (a first checkpoint's)."""
+        self.bytes = bytearray(tail)
+        self.start = self.end - len(tail)
+
+    def forget_before(self, position: int) -> None:
+        """No checkpoint begins before `position` any more. The bytes before it go once
+        they are half the buffer: dropping a bytearray's head is cheap, but its next growth
+        then moves the rest, so every read would move the whole tail."""
+        if position - self.start > len(self.bytes) // 2:
+            del self.bytes[:position - self.start]
+            self.start = position
 
 
 class _Replay:
     """A replay from a checkpoint into a screen of its own, so that what is shown stays the
     latest screen (not an older moment of the replay) until the replay is done."""
 
-    def __init__(self, cp: _Checkpoint, settings: Settings, rows: int, cols: int):
+    def __init__(self, cp: _Checkpoint, data: bytes, settings: Settings, rows: int, cols: int):
         self.checkpoint = cp
         self.screen = VtScreen(cols, rows)
         self.screen.restore_state(cp.screen)
@@ -163,7 +196,7 @@ class _Replay:
         self.parser.state = cp.parser
         self.decoder = _new_decoder()
         self.decoder.setstate(cp.decoder)
-        self.data = memoryview(bytes(cp.data))
+        self.data = memoryview(data)
         self.pos = 0
 
     def process(self, deadline: float) -> bool:
@@ -206,6 +239,7 @@ class ScreenKeeper:
         self._replies = bytearray()
         self._rate = float(INITIAL_RATE)
         self._checkpoints: list[_Checkpoint] = []
+        self._fed = _Fed()
         #: The replay in progress, the checkpoints not considered yet (newest first), and
         #: the footprint of the bytes after the last one considered (see `resync`).
         self._replay: _Replay | None = None
@@ -268,11 +302,11 @@ class ScreenKeeper:
             return
         self._pending += data
         self._pending_lines += data.count(b"\n")
-        if self._checkpoints:
-            limit = self._settings.screen_replay_bytes
-            for cp in self._checkpoints:
-                cp.data += data
-            self._checkpoints = [cp for cp in self._checkpoints if len(cp.data) <= limit]
+        cps = self._checkpoints
+        fed = self._fed
+        fed.add(data, keep=bool(cps))
+        if cps and fed.end - cps[0].start > self._settings.screen_replay_bytes:
+            self._keep_checkpoints([cp for cp in cps if fed.end - cp.start <= self._settings.screen_replay_bytes])
         limit = self._settings.screen_pending_bytes
         if len(self._pending) > limit:
             self._drop_head(len(self._pending) - limit + min(limit // 4, DROP_PIECE))
@@ -410,21 +444,35 @@ class ScreenKeeper:
         after quiet")."""
         limit = self._settings.screen_replay_bytes
         cps = self._checkpoints
-        # cp.data - pending: how far the parse (or skip) got past the newest checkpoint.
+        # Bytes since the newest checkpoint, less those pending: how far the parse (or skip)
+        # got past it.
         if limit <= 0 or len(self._pending) > limit \
-                or (cps and len(cps[-1].data) - len(self._pending) < limit // 8):
+                or (cps and self._fed.end - cps[-1].start - len(self._pending) < limit // 8):
             return
         self._take_checkpoint_now()
 
     def _take_checkpoint_now(self) -> None:
-        if len(self._pending) > self._settings.screen_replay_bytes:
+        pending = self._pending
+        if len(pending) > self._settings.screen_replay_bytes:
             return
+        fed = self._fed
+        if not self._checkpoints:
+            fed.restart(pending)
         self._checkpoints.append(_Checkpoint(
             screen=self._screen.copy_state(), parser=self._parser.state,
             decoder=self._decoder.getstate(), scrollback_total=self.scrollback.total,
-            data=bytearray(self._pending)))
+            start=fed.end - len(pending)))
         self.checkpoints_taken += 1
-        del self._checkpoints[:-10]
+        self._keep_checkpoints(self._checkpoints[-10:])
+
+    def _keep_checkpoints(self, kept: list[_Checkpoint]) -> None:
+        """Keep these checkpoints only (oldest first), and only the bytes they need."""
+        self._checkpoints = kept
+        fed = self._fed
+        if not kept:
+            fed.restart(b"")
+        elif kept[0].start > fed.start:
+            fed.forget_before(kept[0].start)
 
     def resync(self) -> bool:
         """If the screen is not exact, start replaying from a kept checkpoint, in a screen of
@@ -456,13 +504,14 @@ class ScreenKeeper:
         # The bytes are seen as the replay's parser sees them: after what it held (an
         # unfinished sequence), without what the newer checkpoint held (counted there).
         cover = self._cover
+        data = self._fed.since(cp.start)
         held, discarding, string = cp.parser[0], cp.parser[1], cp.parser[2]
         prefix = held.encode("utf-8", "surrogatepass") + cp.decoder[0]
         if string is not None or discarding:
             cover.every = True  # rare: not worth following (the replay still checks itself)
-        if not cover.every and len(cp.data) > self._cover_end:
+        if not cover.every and len(data) > self._cover_end:
             c = st["cursor"]
-            delta = prefix + bytes(cp.data[:max(0, len(cp.data) - self._cover_end - self._cover_cut)])
+            delta = prefix + data[:max(0, len(data) - self._cover_end - self._cover_cut)]
             fp = footprint(delta, rows=st["lines"], cols=st["columns"],
                            cursor=None if blind else (c.y, c.x), top=st["top"], bottom=st["bottom"],
                            origin=st["origin"], autowrap=st["autowrap"], cache=FootprintCache())
@@ -471,7 +520,7 @@ class ScreenKeeper:
             else:
                 for y, mask in fp.rows.items():
                     cover.rows[y] = cover.rows.get(y, 0) | mask
-        self._cover_end = len(cp.data)
+        self._cover_end = len(data)
         self._cover_cut = len(prefix)
         if blind and st["_blind_dirty"]:
             taint = {y: full for y in range(st["lines"])}  # everything, once the cursor is known
@@ -480,7 +529,7 @@ class ScreenKeeper:
         if taint and not cover.every and any(
                 (cover.rows.get(y, 0) | ~mask) & full != full for y, mask in taint.items()):
             return  # some tainted cell the replay cannot write: it would end inexact
-        self._replay = _Replay(cp, self._settings, screen.lines, screen.columns)
+        self._replay = _Replay(cp, data, self._settings, screen.lines, screen.columns)
 
     def _go_on_replaying(self, deadline: float, t0: float) -> bool:
         replay = self._replay
@@ -570,26 +619,24 @@ class ScreenKeeper:
         counted): the fast plain path then costs a few milliseconds per piece."""
         pending = self._pending
         limit = self.scrollback.limit
-        if pending.find(b"\n", 0, n) < 0:
+        lines = pending.count(b"\n", 0, n)
+        if not lines:
             return n
-        after = self._pending_lines - pending.count(b"\n", 0, n)
+        after = self._pending_lines - lines
         if after >= limit:
             return n
         keep = limit - after
-        if min(pending.count(b"\n", 0, n), keep) <= HISTORY_LINES_PER_PIECE:
+        if min(lines, keep) <= HISTORY_LINES_PER_PIECE:
             return n
-        # The kept lines of the piece start after its keep-th newline from the end; end the
-        # piece HISTORY_LINES_PER_PIECE lines later.
-        pos = n
-        for _ in range(keep):
-            pos = pending.rfind(b"\n", 0, pos)
-            if pos < 0:
-                break
-        for _ in range(HISTORY_LINES_PER_PIECE):
-            pos = pending.find(b"\n", pos + 1, n)
-            if pos < 0:
-                return n
-        return pos + 1
+        # The kept lines of the piece start after its keep-th newline from the end (at the
+        # piece's start if it has fewer); end the piece HISTORY_LINES_PER_PIECE newlines
+        # after that start: of the `after_first` newlines there, the one counted
+        # (after_first - HISTORY_LINES_PER_PIECE + 1)-th from the end.
+        pos = newline_before(pending, keep, n)
+        after_first = lines if pos < 0 else keep - 1
+        if after_first < HISTORY_LINES_PER_PIECE:
+            return n
+        return newline_before(pending, after_first - HISTORY_LINES_PER_PIECE + 1, n, pos + 1) + 1
 
 
     def _begin_superseding(self, kind: str) -> None:
@@ -741,9 +788,17 @@ class ScreenKeeper:
         # Lines that more pending lines will push out of the scrollback anyway are only
         # counted (a `yes` flood skips ~100,000 lines a slice).
         keep = max(0, self.scrollback.limit - self._pending_lines)
-        count, lines = plain_lines(data, screen.columns, keep, first_prefix=self._first_prefix)
-        self._first_prefix = ""
-        self.scrollback.add_text(lines, fast_forwarded=fast_forwarded, skipped=count - len(lines))
+        prefix, self._first_prefix = self._first_prefix, ""
+        known = plain_rows_known(data, screen.columns, keep, first_prefix=prefix)
+        if known is None:
+            count, lines = plain_lines(data, screen.columns, keep, first_prefix=prefix)
+            self.scrollback.add_text(lines, fast_forwarded=fast_forwarded, skipped=count - len(lines))
+            return
+        # Rendered only if read before newer lines push them out (a flood's usual fate).
+        count, start = known
+        self.scrollback.add_plain(data[start:data.rfind(b"\n") + 1], screen.columns, lines=count,
+                                  keep=keep, first_prefix=prefix if start == 0 else "",
+                                  fast_forwarded=fast_forwarded)
 
     def _apply_carry(self, carry: Carry, *, taint: bool) -> None:
         """Bring the screen's state to what the skipped bytes left (see Carry)."""
@@ -845,7 +900,7 @@ class ScreenKeeper:
                 screen.add_taint(None, buf)
         screen.lose_cursor()
         screen.changes += 1
-        self._checkpoints = []
+        self._keep_checkpoints([])
         self._replay = None
         self._choosing = []
 
@@ -882,7 +937,7 @@ class ScreenKeeper:
             screen.apply_resize(rows, cols, alt, main, (min(screen.cursor.x, cols - 1), ay), (cx, cy))
         else:
             screen.apply_resize(rows, cols, main, None, (cx, cy), None)
-        self._checkpoints = []
+        self._keep_checkpoints([])
         self._replay = None
         self._choosing = []
         self._footprints.clear()

@@ -17,7 +17,11 @@ number from an older epoch must start again (the store's cursor turns that into
 Cost: a row is kept as its cells (trimmed to the written ones, not copied) and rendered only
 when read, or by `compact` with a budget when the keeper is idle; so a flood pays nothing
 per row for the rows dropped before anyone reads them, and memory holds at most `limit`
-rows unrendered until the next idle moment.
+rows unrendered until the next idle moment. Likewise what arrives is only counted (its
+lines numbered) and queued as it came — rows, rendered lines, or the raw bytes of skipped
+plain lines — and laid out only when read: a batch that newer ones push out of the limit
+before then is dropped unseen. A flood whose keeper keeps up would otherwise lay out the
+last `limit` lines at every read of output, only for the next read to push them out.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ from collections import deque
 from dataclasses import dataclass
 
 from . import render
+from .fastforward import plain_lines
 
 #: Line flags.
 FAST_FORWARDED = 1  #: rendered by the fast plain path, or from cells that were not exact
@@ -73,26 +78,46 @@ class Scrollback:
         self._lines: deque[list] = deque(maxlen=limit)
         self.total = 0
         self.epoch = 0
-        self._unrendered = False
+        #: Every waiting entry of `_lines` is among its newest `_unrendered` (see compact).
+        self._unrendered = 0
         #: Newest lines that scrolled here (rather than being pushed by a full clear): a
         #: taller window takes those back onto the screen (tmux's `hscrolled`).
-        self.pullable = 0
+        self._pullable = 0
+        #: Batches counted in `total` but not laid out in `_lines` yet, oldest first: (method
+        #: that lays it out, its arguments, the entries it adds, whether it drops every older
+        #: line); and whether `_lines` is to be emptied first (a dropped batch would have).
+        self._queued: deque[tuple] = deque()
+        self._queued_entries = 0
+        self._queued_clear = False
         #: Lowest number whose line changed meaning since `take_rewrite` (None: none did):
         #: what the store must drop before it stores lines again.
         self._rewritten_from: int | None = None
 
     def __len__(self) -> int:
+        self._lay_out()
         return len(self._lines)
 
     @property
     def first(self) -> int:
+        self._lay_out()
         return self.total - len(self._lines)
+
+    @property
+    def pullable(self) -> int:
+        self._lay_out()
+        return self._pullable
+
+    @pullable.setter
+    def pullable(self, value: int) -> None:
+        self._lay_out()
+        self._pullable = value
 
     # --- appending ----------------------------------------------------------------------------
 
     def add_rows(self, rows, blind: list[tuple[int, int]] = ()) -> None:
         """Rows (vtscreen `Row`s) that scrolled away, oldest first; those in the `blind`
-        index ranges were written while the cursor was unknown."""
+        index ranges were written while the cursor was unknown. Their entries are taken now
+        (a shared row's cells are copied as they are now); only laying them out waits."""
         if not rows:
             return
         skip = max(0, len(rows) - self.limit)
@@ -100,12 +125,12 @@ class Scrollback:
         for start, end in blind:
             ff.update(range(max(start, skip), end))
         entries = []
-        pullable = self.pullable
+        reset = None  #: pullable counts from here (a clear came before the entries after it)
         for i in range(skip, len(rows)):
             row = rows[i]
             if type(row) is tuple:  # already rendered: (text, ansi, flags)
                 if row[2] < 0:  # vtscreen.HISTORY_CLEARED: what came before was a clear
-                    pullable = -len(entries)
+                    reset = -len(entries)
                     continue
                 entries.append(row)
                 continue
@@ -125,40 +150,107 @@ class Scrollback:
         fillers = sum(1 for row in rows[:skip]
                       if (row[2] < 0 if type(row) is tuple else row.filler))
         self.total += skip - fillers + len(entries)
-        self._lines.extend(entries)
-        self.pullable = min(pullable + len(entries), len(self._lines))
-        self._unrendered = True
+        self._queue(self._put_entries, (entries, reset), len(entries), False)
 
     def add_text(self, texts: list[str], *, fast_forwarded: bool, skipped: int = 0) -> None:
         """Plain lines (no attributes); `skipped` more lines before them were counted but
         not rendered, because later lines push them out of the limit anyway — and with them
         every line kept so far (older still), which are dropped now so the kept lines stay
         consecutive."""
-        flags = FAST_FORWARDED if fast_forwarded else 0
-        if skipped:
-            self._lines.clear()
         self.total += skipped + len(texts)
+        self._queue(self._put_text, (texts, fast_forwarded, bool(skipped)), len(texts), bool(skipped))
+
+    def add_plain(self, data: bytes, cols: int, *, lines: int, keep: int, first_prefix: str,
+                  fast_forwarded: bool) -> None:
+        """The `lines` complete lines of skipped output `data` (raw bytes up to its last LF,
+        `first_prefix` starting the first), one row each on a screen `cols` wide (the caller
+        checked, fastforward.plain_rows_known): rendered by `fastforward.plain_lines` when
+        read. Only the last `keep` of them are kept; the lines before are counted, and push
+        out every line older still, as with `add_text`."""
+        if not lines:
+            return
+        keep = min(keep, lines)
+        self.total += lines
+        if not keep:
+            self._queue(self._put_text, ([], fast_forwarded, True), 0, True)
+            return
+        self._queue(self._put_plain, (data, cols, keep, first_prefix, fast_forwarded, keep < lines),
+                    keep, keep < lines)
+
+    def _queue(self, put, args: tuple, entries: int, clears: bool) -> None:
+        queued = self._queued
+        if clears:  # nothing older survives this batch
+            queued.clear()
+            self._queued_entries = 0
+            self._queued_clear = True
+        queued.append((put, args, entries))
+        self._queued_entries += entries
+        # Batches that the newer ones push out of the limit entirely: never laid out (what
+        # they would leave in `_lines` goes as well).
+        while len(queued) > 1 and self._queued_entries - queued[0][2] >= self.limit:
+            self._queued_entries -= queued.popleft()[2]
+            self._queued_clear = True
+
+    def _lay_out(self) -> None:
+        """Lay the queued batches out in `_lines`, in the order they came."""
+        queued = self._queued
+        if not queued:
+            return
+        if self._queued_clear:
+            self._lines.clear()
+            self._unrendered = 0
+        while queued:
+            put, args, _ = queued.popleft()
+            put(*args)
+        self._queued_entries = 0
+        self._queued_clear = False
+
+    def _put_plain(self, data: bytes, cols: int, keep: int, first_prefix: str, fast_forwarded: bool,
+                   clears: bool) -> None:
+        _, texts = plain_lines(data, cols, keep, first_prefix=first_prefix)
+        self._put_text(texts, fast_forwarded, clears)
+
+    def _put_text(self, texts: list[str], fast_forwarded: bool, clears: bool) -> None:
+        flags = FAST_FORWARDED if fast_forwarded else 0
+        if clears:
+            self._lines.clear()
+            self._unrendered = 0
         self._lines.extend([(text, None, flags | (len(text) << USED_SHIFT)) for text in texts])
-        self.pullable = min(self.pullable + len(texts), len(self._lines))
+        self._pullable = min(self._pullable + len(texts), len(self._lines))
+        if self._unrendered:
+            self._unrendered = min(self._unrendered + len(texts), len(self._lines))
+
+    def _put_entries(self, entries: list, reset: int | None) -> None:
+        self._lines.extend(entries)
+        pullable = self._pullable if reset is None else reset
+        self._pullable = min(pullable + len(entries), len(self._lines))
+        waiting = len(entries) if self._unrendered else \
+            next((len(entries) - j for j, e in enumerate(entries) if type(e) is list), 0)
+        self._unrendered = min(self._unrendered + waiting, len(self._lines))
 
     # --- changes ----------------------------------------------------------------------------------
 
     def clear(self) -> None:
         """`CSI 3 J`: every line is dropped."""
+        self._queued.clear()
+        self._queued_entries = 0
+        self._queued_clear = False
         self._lines.clear()
-        self.pullable = 0
+        self._unrendered = 0
+        self._pullable = 0
         self._rewrite(0)
 
     def truncate(self, total: int) -> None:
         """Forget lines numbered `total` and above (a replay will add them again)."""
         if total >= self.total:
             return
+        self._lay_out()
         lines = self._lines
         while lines and self.total > total:
             lines.pop()
             self.total -= 1
         self.total = total  # lines past the limit were already gone
-        self.pullable = min(self.pullable, len(lines))
+        self._pullable = min(self._pullable, len(lines))
         self._rewrite(total)
 
     def take_rows(self, n: int, cols: int) -> list:
@@ -166,6 +258,7 @@ class Scrollback:
         them, and gives back what stays history with `add_rows`)."""
         from .vtscreen import BLANK, Row
 
+        self._lay_out()
         lines = self._lines
         out = []
         while n > 0 and lines:
@@ -189,23 +282,25 @@ class Scrollback:
             n -= 1
         if out:
             self._rewrite(self.total)
-        self.pullable = min(self.pullable, len(lines))
+        self._pullable = min(self._pullable, len(lines))
         out.reverse()
         return out
 
     def compact(self, budget: int) -> None:
         """Render up to `budget` lines not rendered yet (newest first: they are the ones
-        read), letting go of their cells."""
+        read), letting go of their cells. Only the newest `_unrendered` can be waiting: a
+        flood's scrollback is not walked whole at every idle moment. (Queued batches stay
+        queued: they hold no cells of their own, or the same cells as the rows would.)"""
         if not self._unrendered:
             return
         lines = self._lines
-        for i in range(len(lines) - 1, -1, -1):
+        for i in range(len(lines) - 1, max(len(lines) - self._unrendered, 0) - 1, -1):
             if budget <= 0:
                 return
             if type(lines[i]) is list:
                 lines[i] = _render(lines[i])
                 budget -= 1
-        self._unrendered = False
+        self._unrendered = 0
 
     def _rewrite(self, number: int) -> None:
         self.epoch += 1
@@ -222,6 +317,7 @@ class Scrollback:
     def page(self, start: int, count: int) -> ScrollbackPage:
         """Lines numbered start .. start+count-1 that are still kept (a start below `first`
         begins at `first`)."""
+        self._lay_out()
         first = self.first
         start = max(start, first)
         end = min(start + max(count, 0), self.total)
@@ -242,6 +338,7 @@ class Scrollback:
 
     def entries(self):
         """Raw entries, oldest first (for a resize that reflows them)."""
+        self._lay_out()
         return self._lines
 
 

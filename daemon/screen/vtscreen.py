@@ -1147,6 +1147,20 @@ class VtScreen:
         table = self.g1 if self.shift else self.g0
         styled = tuple(attrs)[1:] != _DEFAULT_TAIL
         flags = FAST_FORWARDED_FLAG if not self.attrs_known else 0
+        # The common case at C speed: every line plain ASCII (a CR only ending it) and no
+        # wider than the screen, so each is one entry; a flood repeats lines, so each
+        # distinct one is rendered once.
+        text = "\n".join(lines) + "\n"
+        if table is not LATIN1:
+            text = text.translate(table)
+        text = text.replace("\r\n", "\n")
+        body = text.replace("\n", "")
+        if body.isascii() and body.isprintable():
+            plain = text[:-1].split("\n")
+            if max(map(len, plain)) <= cols:
+                entries = {line: (line.rstrip(" "), uniform_ansi(line, attrs) if styled else None,
+                                  flags | (len(line) << USED_SHIFT)) for line in set(plain)}
+                return list(map(entries.__getitem__, plain))
         out: list = []
         for line in lines:
             if line.endswith("\r"):
