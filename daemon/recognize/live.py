@@ -57,8 +57,8 @@ class Foreground:
     The child's stat gives its own comm (the leader) and the terminal's foreground group
     (tpgid, field 8); the foreground leader's stat (the same file when the child itself is
     in the foreground) gives its comm and start time. Its argv — a third file — is read again
-    only when (pid, comm, start time) changes, or `refresh_seconds` after it was read (an
-    exec that keeps the name, `python a.py` becoming `python b.py`, shows within that).
+    only when (pid, comm, start time, text mapping) changes — every exec moves the text
+    mapping — or `refresh_seconds` after it was read (where the kernel hides the mapping).
     With 500 executions each evaluated twice a line, those reads were a sixth of the
     daemon's time (tests/bench/bench_many.py, profiled with py-spy).
     """
@@ -81,7 +81,11 @@ class Foreground:
             if tpgid <= 0:
                 return leader, None, ()
             comm, fg_fields = (leader, fields) if tpgid == self.child_pid else _stat(tpgid)
-            key = (tpgid, comm, fg_fields[19])  # field 22: start time, against pid reuse
+            # Field 22, the start time, against pid reuse; fields 26-27, where the program's
+            # text is mapped, change at every exec: `env python3` running a pyenv shim (a
+            # bash script named python3) that execs the real python3 keeps pid, comm and
+            # start time, and its argv must still be read again.
+            key = (tpgid, comm, fg_fields[19], fg_fields[23], fg_fields[24])
             now = time.monotonic()
             if key != self._key or now - self._read_at >= self.refresh_seconds:
                 raw = read_proc(f"/proc/{tpgid}/cmdline")

@@ -53,6 +53,8 @@ class AgentLogs:
         #: (the follower task releases the held reply before the turn is closed).
         self._pending_state: dict[str, str | None] = {}
         self._wake: dict[str, trio.Event] = {}
+        #: Executions whose log is still looked for → set when a state waits for a look.
+        self._searching: dict[str, trio.Event] = {}
         self._nursery: trio.Nursery | None = None
 
     async def run(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
@@ -71,10 +73,17 @@ class AgentLogs:
 
     def state_reported(self, eid: str, state: str | None) -> None:
         """The recognizer's debounced state. Back at the input ends the open turn — after
-        the reply the agent's log holds is released, when its log is followed."""
+        the reply the agent's log holds is released, when its log is followed.
+
+        While the log is still being looked for (an agent may create it only with its first
+        reply, and reply within one poll), the state waits for one more look: found, the
+        reply lands in the turn before it is closed; not found, the turn closes at once."""
         if eid in self._wake:
             self._pending_state[eid] = state
             self._wake[eid].set()
+        elif eid in self._searching:
+            self._pending_state[eid] = state
+            self._searching[eid].set()
         else:
             self.recorder.state_reported(eid, state)
 
@@ -85,20 +94,31 @@ class AgentLogs:
         env = dict(os.environ)
         env.update(getattr(rec, "env", None) or {})
         found: Discovery | None = None
-        with trio.move_on_after(s.transcript_discovery_seconds):
-            while not live.done.is_set():
-                found = await trio.to_thread.run_sync(lambda: find_session_log(
-                    provider, cwd=rec.cwd, started_unix_ms=rec.started_unix_ms, env=env,
-                    settings=s))
-                status = self.status[eid]
-                status.verdict, status.reasons = found.verdict, found.explain()
-                if found.verdict in ("found", "ambiguous"):
-                    break
-                with trio.move_on_after(s.transcript_agent_poll_seconds):
-                    await live.done.wait()
+        self._searching[eid] = trio.Event()
+        try:
+            with trio.move_on_after(s.transcript_discovery_seconds):
+                while not live.done.is_set():
+                    found = await trio.to_thread.run_sync(lambda: find_session_log(
+                        provider, cwd=rec.cwd, started_unix_ms=rec.started_unix_ms, env=env,
+                        settings=s))
+                    status = self.status[eid]
+                    status.verdict, status.reasons = found.verdict, found.explain()
+                    if found.verdict in ("found", "ambiguous"):
+                        break
+                    if eid in self._pending_state:
+                        # Looked once more since the state came: no log yet, so the state
+                        # goes on (the turn closes) and the search continues.
+                        self.recorder.state_reported(eid, self._pending_state.pop(eid))
+                    self._searching[eid] = wake = trio.Event()
+                    with trio.move_on_after(s.transcript_agent_poll_seconds):
+                        await wake.wait()
+        finally:
+            self._searching.pop(eid, None)
         if found is None or found.verdict != "found":
             if found is not None and found.verdict == "ambiguous":
                 log.info("agent log of %s is ambiguous: none attached", eid)
+            if eid in self._pending_state:
+                self.recorder.state_reported(eid, self._pending_state.pop(eid))
             return
         self.status[eid].path = str(found.log.path)
         follower = follow_log(provider, found.log, settings=s)
