@@ -83,12 +83,18 @@ class _Watch:
         #: (archive ref, turn) of the agent turn the delivered text opened, when archived.
         self.archive: tuple[str, int] | None = None
 
-    def on_detection(self, detection, reported: str | None, inp=None) -> None:
+    def _as_named(self, detection, inp):
+        """`detection` as the recognizer the caller named judges `inp` (undebounced), with
+        the kernel evidence auto's detection was made with; None when the caller asked for
+        auto (its debounced report stands)."""
         if self.recognizer != "auto" and self.registry is not None and inp is not None:
-            # The caller named a recognizer: judge with it (undebounced), not with auto's,
-            # with the kernel evidence auto's detection was made with.
-            detection = self.registry.detect(self.recognizer, inp, detection.kernel)
-            reported = detection.state
+            return self.registry.detect(self.recognizer, inp, detection.kernel)
+        return None
+
+    def on_detection(self, detection, reported: str | None, inp=None) -> None:
+        named = self._as_named(detection, inp)
+        if named is not None:
+            detection, reported = named, named.state
         if self.live.record.generation != self.generation:
             self._decide("generation_changed")
             return
@@ -128,8 +134,7 @@ class _LeftApproval(_Watch):
         super().__init__([], False, live.record.generation, live, registry, recognizer)
 
     def on_detection(self, detection, reported: str | None, inp=None) -> None:
-        if self.recognizer != "auto" and inp is not None:
-            detection = self.registry.detect(self.recognizer, inp, detection.kernel)
+        detection = self._as_named(detection, inp) or detection
         if detection.state not in ("awaiting_approval", "unknown"):
             self._decide(detection.state)
 
