@@ -58,6 +58,19 @@ _ESCAPES = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\
 _CONTROLS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
 
 
+def _tail(output: list[tuple[int, bytes]], size: int) -> bytes:
+    """The last `size` bytes of a batch's output (what the UI projection finds the last line
+    in), without joining the whole batch; ingest hands the batch over as it committed it."""
+    parts: list[bytes] = []
+    need = size
+    for _, data in reversed(output):
+        parts.append(data[-need:])
+        need -= len(parts[-1])
+        if need <= 0:
+            break
+    return b"".join(reversed(parts))
+
+
 def last_line(tail: bytes) -> str:
     """The last non-blank line of some output as a terminal would show it: escape sequences
     removed, a carriage return's overwrite applied (the text after the last CR wins where
@@ -164,7 +177,7 @@ class ProjectionHub:
             return
         view = held.view
         if event.kind == "output":
-            tail = event.data.get("tail", b"")
+            tail = _tail(event.data.get("output", ()), self.settings.projection_tail_bytes)
             held.tail = (held.tail + tail)[-self.settings.projection_tail_bytes:]
             view.output_bytes = rec.output_total_bytes
             if not held.dirty:

@@ -55,19 +55,6 @@ class _Pending:
     sizes: list[tuple[int, int, int, int]] = field(default_factory=list)
 
 
-def _tail(output: list[tuple[int, bytes]], size: int) -> bytes:
-    """The last `size` bytes of a batch's output (what the UI projection finds the last line
-    in), without joining the whole batch."""
-    parts: list[bytes] = []
-    need = size
-    for _, data in reversed(output):
-        parts.append(data[-need:])
-        need -= len(parts[-1])
-        if need <= 0:
-            break
-    return b"".join(reversed(parts))
-
-
 class IngestHealth(msgspec.Struct, kw_only=True):
     """Whether commits succeed; what `status` reports about the store."""
 
@@ -284,7 +271,6 @@ class Ingest:
                 self.bus.publish(LifecycleEvent(
                     kind=kind, scope=rec.scope, execution_id=eid,
                     at_unix_ms=rec.observed_at_unix_ms, record=rec,
-                    data={"tail": _tail(pending.output, self.settings.projection_tail_bytes)}
-                    if kind == "output" else {}))
+                    data={"output": pending.output} if kind == "output" else {}))
         for eid in result.missing:
             log.warning("ingest for unknown execution %s dropped", eid)

@@ -32,6 +32,8 @@ class LifecycleEvent(msgspec.Struct, kw_only=True, frozen=True):
     scope: str
     execution_id: str
     at_unix_ms: int
+    #: `output` events: {"output": [(offset, bytes), ...]}, the batch as ingest committed
+    #: it (shared, not copied: read it, never change it).
     data: dict[str, Any] = {}
     #: The execution's record as persisted with this event (started, state, exited).
     record: Any = None
