@@ -165,7 +165,7 @@ async def serve(state: DaemonState, claim: rendezvous.Claim, ready_fd: int | Non
             await nursery.start(projection.run)
             if transcripts is not None:
                 await nursery.start(agent_logs.run)
-                transcripts.files.prune(force=True)
+                await nursery.start(transcripts.files.keep_pruned)
             if traces is not None:
                 await nursery.start(traces.writer.run)
                 await nursery.start(run_cleanup, store, traces.files, traces.builder, settings)

@@ -262,7 +262,7 @@ class Settings(WireLimits, kw_only=True, forbid_unknown_fields=True, frozen=True
     transcripts_enabled: bool = True
     transcript_retention_seconds: _f(60, 10 * 365 * 86400, "a transcript file is kept this long after its last write (ours: 14 days)") = 14 * 86400.0
     transcript_total_bytes_max: _r(1 * MiB, 1 << 44, "all transcript files together; past it the oldest are deleted first (ours: 1 GiB)") = 1024 * MiB
-    transcript_prune_interval_seconds: _f(0, 86400, "retention runs at most this often, lazily (ours: 60 s)") = 60.0
+    transcript_prune_interval_seconds: _f(0, 86400, "retention runs this often, in a worker thread, for the daemon's life (ours: 60 s)") = 60.0
     transcript_open_files_max: _r(1, 65536, "transcript files kept open at once; the least recently written is closed first (ours: 64)") = 64
     transcript_agent_poll_seconds: _f(0.01, 60, "an agent's session log is looked for and read at least this often while it runs (ours: 0.5 s)") = 0.5
     transcript_discovery_seconds: _f(0, 86400, "how long an agent's session log is looked for after it is recognized (ours: 10 min)") = 600.0

@@ -10,8 +10,8 @@ last line (a write the kernel took only in part, a crash mid-write) so every lin
 parseable; the cut is logged with its size, never silent.
 
 Retention (`transcript_retention_seconds` after a run's last write, and a total size cap with
-oldest-first deletion) is applied lazily by `TranscriptFiles.prune`, with a log line for
-every file removed.
+oldest-first deletion) is applied by `TranscriptFiles.prune`, at start and every
+`transcript_prune_interval_seconds` (`keep_pruned`), with a log line for every file removed.
 """
 
 from __future__ import annotations
@@ -24,6 +24,8 @@ import threading
 import time
 from collections import OrderedDict
 from pathlib import Path
+
+import trio
 
 from vigil.daemon.settings import Settings
 from vigil.protocol.transcript import EventLineError, ExchangeEvent, decode_event, encode_event
@@ -189,6 +191,15 @@ class TranscriptFiles:
                 run.close()
             self._open.clear()
 
+    async def keep_pruned(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
+        """Apply retention now and every `transcript_prune_interval_seconds` for the
+        daemon's life, in a worker thread (a directory scan of weeks of runs is no work for
+        the trio thread, nor for start-up to wait on)."""
+        task_status.started()
+        while True:
+            await trio.to_thread.run_sync(lambda: self.prune(force=True))
+            await trio.sleep(self.settings.transcript_prune_interval_seconds)
+
     def prune(self, now: float | None = None, *, force: bool = False) -> list[str]:
         """Delete files past retention, then the oldest while the total is over the cap.
 
@@ -201,8 +212,9 @@ class TranscriptFiles:
             return []
         self._last_prune = now
         try:
-            entries = [(e.stat().st_mtime, e.stat().st_size, e.name) for e in os.scandir(self.root)
-                       if e.name.endswith(".jsonl") and e.is_file(follow_symlinks=False)]
+            entries = [(st.st_mtime, st.st_size, e.name) for e in os.scandir(self.root)
+                       if e.name.endswith(".jsonl") and e.is_file(follow_symlinks=False)
+                       for st in (e.stat(follow_symlinks=False),)]
         except FileNotFoundError:
             return []
         with self._lock:

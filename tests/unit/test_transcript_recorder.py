@@ -119,6 +119,25 @@ def test_retention_by_age_then_by_total_size_oldest_first(tmp_path, caplog):
     assert files.prune(now) == []  # lazy: not again within the interval
 
 
+async def test_retention_keeps_running_for_the_daemons_life(tmp_path):
+    """Not only at start-up: a file that expires while the daemon runs is removed by a later
+    round (a worker thread, every transcript_prune_interval_seconds)."""
+    r = recorder(tmp_path, transcript_retention_seconds=3600.0,
+                 transcript_prune_interval_seconds=0.05)
+    files = r.files
+    r.emit("1" * 32, "run.started", RunStartedPayload(kind="thread"))
+    files.close()
+    async with trio.open_nursery() as nursery:
+        await nursery.start(files.keep_pruned)
+        assert files.path("1" * 32).exists()  # the first round kept it: not expired
+        old = time.time() - 7200
+        os.utime(files.path("1" * 32), (old, old))  # now past retention
+        with trio.fail_after(10):
+            while files.path("1" * 32).exists():
+                await trio.sleep(0.01)
+        nursery.cancel_scope.cancel()
+
+
 def test_the_masking_hook_sees_every_event_before_it_is_written(tmp_path):
     r = recorder(tmp_path)
     import msgspec
